@@ -1,0 +1,65 @@
+"""The environment contract: what a policy worker needs from an environment.
+
+An environment is described by an :class:`EnvSpec` (read from ``envspecs/<family>/<name>.toml``)
+and instantiated as a :class:`World` inside a policy worker process. The judge process builds
+worlds only to describe spaces and to run checks; it never runs policy code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+
+class Turn(NamedTuple):
+    """Result of one :meth:`World.step`. ``obs`` is raw (possibly numpy); ``info`` is JSON-safe."""
+
+    obs: Any
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+@runtime_checkable
+class World(Protocol):
+    """One live environment instance. A worker reuses it for many episodes.
+
+    Determinism contract: after ``reset(seed)``, the same sequence of actions yields the same
+    observations, rewards and flags, whatever episodes ran on this instance before.
+    """
+
+    def reset(self, seed: int) -> Any:
+        """Start an episode. ``seed`` is the case seed reduced mod 2**32. Returns the raw
+        observation. The action space is seeded with ``seed + 1`` and the observation space
+        with ``seed + 2`` so that :meth:`sample` is reproducible."""
+        ...
+
+    def step(self, action: Any) -> Turn:
+        """Coerce ``action`` to the action space (setting ``info["action_invalid"] = True``
+        when it had to change it) and advance one step. Raises only on environment faults."""
+        ...
+
+    def sample(self) -> Any:
+        """A JSON-safe random action from the seeded action space (fallback after act errors)."""
+        ...
+
+    def observe(self, obs: Any) -> Any:
+        """The JSON-safe form of a raw observation, as given to ``Policy.act``."""
+        ...
+
+    def close(self) -> None:
+        """Release simulator resources."""
+        ...
+
+
+class WorldFactory(Protocol):
+    """Builds a :class:`World` for a spec; one adapter per ``EnvSpec.adapter`` value."""
+
+    def __call__(self, spec: Any) -> World: ...
+
+
+class SpaceSchemas(NamedTuple):
+    """Compact JSON schemas of the observation and action spaces (reference §2.4)."""
+
+    obs_space: dict[str, Any]
+    action_space: dict[str, Any]
