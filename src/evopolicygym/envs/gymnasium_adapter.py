@@ -1,0 +1,135 @@
+"""The Gymnasium adapter: a :class:`~evopolicygym.envs.World` around one ``gymnasium.make``
+instance.
+
+One instance serves many episodes (making MuJoCo or CarRacing environments per episode is
+slow). Determinism comes from seeding: ``reset(seed)`` reseeds the environment and both spaces,
+so an episode depends only on its seed and the actions, not on what ran before. Envspecs with
+``recreate_per_episode = true`` get a fresh instance per episode instead, for environments
+that keep state across resets.
+
+No step cap is added here: the judge enforces ``spec.max_episode_steps`` itself, and any
+``TimeLimit`` that Gymnasium's registry adds stays as upstream defines it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from enum import Enum
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from ._contract import SpaceSchemas, Turn
+from ._spec import EnvSpec, MissingExtraError
+from .jsonsafe import to_jsonsafe
+from .spaces import action_coercer, space_schema
+
+__all__ = ["GymnasiumWorld", "action_labels", "describe", "make_env", "make_world"]
+
+SEED_MODULUS = 2**32
+
+
+def make_env(spec: EnvSpec) -> gymnasium.Env:
+    """``gymnasium.make(spec.upstream, **spec.kwargs)`` after importing ``spec.imports`` so that
+    plugin packages register their ids. Missing packages raise :class:`MissingExtraError`
+    naming the extra to install; other failures propagate unchanged."""
+    if not spec.upstream:
+        raise ValueError(f"envspec {spec.id!r} uses the gymnasium adapter but sets no upstream id")
+    try:
+        for module in spec.imports:
+            importlib.import_module(module)
+        return gymnasium.make(spec.upstream, **spec.kwargs)
+    except (ImportError, gymnasium.error.DependencyNotInstalled) as exc:
+        raise MissingExtraError(spec.id, spec.extra, exc) from exc
+
+
+def action_labels(env: gymnasium.Env) -> list[str] | None:
+    """Names of discrete actions when the environment publishes them (MiniGrid's ``actions``
+    enum, HighwayEnv's meta-action table), else None."""
+    inner = env.unwrapped
+    actions = getattr(inner, "actions", None)
+    if isinstance(actions, type) and issubclass(actions, Enum):
+        return [member.name for member in actions]
+    table = getattr(getattr(inner, "action_type", None), "actions", None)
+    if isinstance(table, dict) and sorted(table) == list(range(len(table))):
+        return [str(table[index]) for index in range(len(table))]
+    return None
+
+
+class GymnasiumWorld:
+    """:class:`~evopolicygym.envs.World` for a Gymnasium environment."""
+
+    def __init__(self, spec: EnvSpec, env: gymnasium.Env | None = None):
+        self._spec = spec
+        self._recreate = spec.recreate_per_episode
+        self._env = env if env is not None else make_env(spec)
+        self._coerce = action_coercer(self._env.action_space)
+        self._done = True
+        self._last_obs: Any = None
+
+    @property
+    def env(self) -> gymnasium.Env:
+        return self._env
+
+    def reset(self, seed: int) -> Any:
+        seed = int(seed) % SEED_MODULUS
+        if self._recreate:
+            self._env.close()
+            self._env = make_env(self._spec)
+        obs, _ = self._env.reset(seed=seed)
+        self._env.action_space.seed(seed + 1)
+        self._env.observation_space.seed(seed + 2)
+        self._done = False
+        self._last_obs = obs
+        return obs
+
+    def step(self, action: Any) -> Turn:
+        if self._done:
+            return Turn(self._last_obs, 0.0, True, False, {"already_done": True})
+        coerced, invalid = self._coerce(action)
+        obs, reward, terminated, truncated, raw_info = self._env.step(coerced)
+        info = to_jsonsafe(raw_info) if raw_info else {}
+        if not isinstance(info, dict):
+            info = {"gym_info": info}
+        if invalid:
+            info["action_invalid"] = True
+        if type(reward) is not float:
+            reward = self._scalar_reward(reward, info)
+        self._done = bool(terminated or truncated)
+        self._last_obs = obs
+        return Turn(obs, reward, bool(terminated), bool(truncated), info)
+
+    @staticmethod
+    def _scalar_reward(reward: Any, info: dict[str, Any]) -> float:
+        values = np.asarray(reward, dtype=np.float64)
+        if values.size == 1:
+            return float(values.reshape(()))
+        # Vector rewards (multi-objective envs) are summed; the raw vector stays in info.
+        info["gym_reward"] = to_jsonsafe(values)
+        info["reward_scalarization"] = "sum"
+        return float(values.sum())
+
+    def sample(self) -> Any:
+        return to_jsonsafe(self._env.action_space.sample())
+
+    def observe(self, obs: Any) -> Any:
+        return to_jsonsafe(obs)
+
+    def close(self) -> None:
+        self._env.close()
+
+
+def make_world(spec: EnvSpec) -> GymnasiumWorld:
+    return GymnasiumWorld(spec)
+
+
+def describe(spec: EnvSpec) -> SpaceSchemas:
+    env = make_env(spec)
+    try:
+        return SpaceSchemas(
+            space_schema(env.observation_space),
+            space_schema(env.action_space, labels=action_labels(env)),
+        )
+    finally:
+        env.close()
