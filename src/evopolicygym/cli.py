@@ -1,0 +1,187 @@
+"""The ``evopolicygym`` command line. Argument parsing only: every command calls a library
+function and turns its errors into a one-line message and a non-zero exit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+DESCRIPTION = """\
+EvoPolicyGym: measure whether a coding agent can improve an executable Python policy from
+budget-limited environment feedback. A run starts a local HTTP judge, lets an agent edit
+workspace/system/policy.py and submit rollouts until its episode budget is spent, then scores the
+validation-selected checkpoint on hidden held-out cases and writes run.json."""
+
+RUN_EPILOG = """\
+examples:
+  evopolicygym run --env gym/cartpole --agent builtin:hillclimb --budget 32 --runs runs
+  evopolicygym run --env toy --runs runs --model script --exp-id smoke-001 --budget 8 \\
+      --agent command -- python agent.py
+  evopolicygym run --config docs/examples/cartpole-hillclimb.toml
+  evopolicygym run --resume runs/hillclimb/gym_cartpole/default
+
+Running the same command again continues an interrupted run from its journal (same budget,
+same submit history); a finished run is left as it is."""
+
+
+def _load_config_file(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    if "run" not in data:  # flat file: run keys at top level
+        sections = {"agent", "server", "limits"}
+        data = {"run": {k: v for k, v in data.items() if k not in sections}, **{k: v for k, v in data.items() if k in sections}}
+    return data
+
+
+def _run_config(args: argparse.Namespace):
+    from evopolicygym.protocol import RunConfig
+    from evopolicygym.runs import load_saved_config
+
+    if args.resume:
+        return load_saved_config(Path(args.resume))
+    if args.suite:
+        from evopolicygym.suites import load_suite
+
+        if not args.job:
+            raise SystemExit("--suite needs --job NAME (see `evopolicygym suite --config FILE --list`)")
+        return load_suite(Path(args.suite)).job(args.job).config
+    data: dict[str, Any] = _load_config_file(Path(args.config)) if args.config else {"run": {}}
+    run, agent = data.setdefault("run", {}), data.setdefault("agent", {})
+    for flag, key in (("env", "env"), ("root", "root"), ("runs", "runs"), ("data", "data"), ("model", "model"), ("exp_id", "exp_id"), ("budget", "budget"), ("minimum", "minimum"), ("maximum", "maximum"), ("valid_size", "valid_size"), ("final_size", "final_size"), ("jobs", "jobs")):
+        value = getattr(args, flag)
+        if value is not None:
+            run[key] = value
+    if args.bulk:
+        run["bulk"] = True
+    if args.agent is not None:
+        agent["kind"] = args.agent
+    for flag, key in (("agent_name", "name"), ("limit", "limit"), ("retries", "retries"), ("retry_backoff", "retry_backoff")):
+        value = getattr(args, flag)
+        if value is not None:
+            agent[key] = value
+    argv = [a for a in (args.argv or []) if a != "--"]
+    if argv:
+        if agent.get("kind", "command") == "command":
+            agent["argv"] = argv
+        else:  # codex/claude/kimi: first token is the binary, the rest pass through
+            agent["binary"], agent["args"] = argv[0], argv[1:]
+    if agent.get("kind", "command") == "command" and not agent.get("argv"):
+        raise SystemExit("the command agent needs its argv after `--`, e.g. `-- python agent.py` (or use --agent builtin:hillclimb)")
+    if "budget" not in run:
+        raise SystemExit("give the run a --budget (episodes the agent may spend)")
+    if args.port is not None or args.bind is not None:
+        server = data.setdefault("server", {})
+        if args.port is not None:
+            server["port"] = args.port
+        if args.bind is not None:
+            server["bind"] = args.bind
+    return RunConfig.model_validate(data)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from evopolicygym.runs import run_from_config, run_root
+
+    config = _run_config(args)
+    record = run_from_config(config)
+    outcome = record.outcome
+    print(json.dumps({"root": str(run_root(config)), "status": outcome.status, "final_score": outcome.final_score, "best_submit_index": outcome.best_submit_index, "budget_used": record.budget.used, "submits": record.budget.n_submits, "agent_reason": record.agent.reason if record.agent else None}, sort_keys=True))
+    return 0 if outcome.status != "error" else 1
+
+
+def cmd_data_make(args: argparse.Namespace) -> int:
+    from evopolicygym.cases import make_splits
+    from evopolicygym.envs import get_env
+
+    spec = get_env(args.env, bulk=args.bulk)
+    splits = make_splits(
+        spec.id,
+        Path(args.root),
+        seed=args.seed,
+        train_size=args.train_size or spec.train_cases,
+        valid_size=args.valid_size or spec.valid_size,
+        heldout_size=args.heldout_size or spec.heldout_size,
+        force=args.force,
+    )
+    print(json.dumps({"env": spec.id, "root": args.root, "train": len(splits.train), "valid": len(splits.valid), "heldout": len(splits.heldout), "versions": splits.hashes}, sort_keys=True))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="evopolicygym", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run (or resume) one benchmark run", description="Run one agent on one environment until its budget is spent, then score it.", epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = run.add_argument_group("where the settings come from")
+    source.add_argument("--config", help="run config file (TOML or JSON; [run] [agent] [server] [limits]); flags override it")
+    source.add_argument("--resume", metavar="ROOT", help="continue the run in ROOT with the settings it was started with")
+    source.add_argument("--suite", metavar="FILE", help="suite config; run the job named by --job")
+    source.add_argument("--job", metavar="NAME", help="job name within --suite")
+    where = run.add_argument_group("run")
+    where.add_argument("--env", help="environment id (default toy); see `evopolicygym check-envs`")
+    where.add_argument("--bulk", action="store_true", help="allow any installed Gymnasium id as gymnasium/<id>")
+    where.add_argument("--root", help="explicit run directory")
+    where.add_argument("--runs", help="base directory: the run goes to RUNS/<model>/<env>/<exp-id>")
+    where.add_argument("--data", help="split directory from `data make` (default: seed-0 splits of the env's sizes)")
+    where.add_argument("--model", help="model label (default: agent)")
+    where.add_argument("--exp-id", "--exp", dest="exp_id", help="experiment id (default: default)")
+    where.add_argument("--budget", type=int, help="episodes the agent may spend")
+    where.add_argument("--minimum", type=int, help="fewest episodes per submit (default 1)")
+    where.add_argument("--maximum", type=int, help="most episodes per submit (default: the budget)")
+    where.add_argument("--valid-size", type=int, help="validation cases (first N of the pool)")
+    where.add_argument("--final-size", type=int, help="held-out cases (first N of the pool)")
+    where.add_argument("--jobs", type=int, help="policy worker processes (default: number of cores)")
+    where.add_argument("--bind", help="judge address (default 127.0.0.1)")
+    where.add_argument("--port", type=int, help="judge port (default 0: any free port)")
+    agent = run.add_argument_group("agent")
+    agent.add_argument("--agent", help="command | codex | claude | kimi | builtin:random | builtin:hillclimb")
+    agent.add_argument("--agent-name", help="log and session name")
+    agent.add_argument("--limit", type=int, help="turn limit (default: the budget)")
+    agent.add_argument("--retries", type=int, help="extra attempts per failed turn")
+    agent.add_argument("--retry-backoff", type=float, help="seconds before the first retry; doubles each time")
+    agent.add_argument("argv", nargs=argparse.REMAINDER, help="after --: the command agent's argv, or the CLI binary and extra args")
+    run.set_defaults(handler=cmd_run)
+
+    data = commands.add_parser("data", help="case split files").add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    make = data.add_parser("make", help="write train/valid/heldout.json seed splits", description="Draw distinct seeds from random.Random(SEED).randrange(0, 2**31): train first, then validation, then held-out.")
+    make.add_argument("--env", required=True, help="environment id")
+    make.add_argument("--bulk", action="store_true", help="allow gymnasium/<id> ids")
+    make.add_argument("--root", required=True, help="directory for the three files")
+    make.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    make.add_argument("--train-size", type=int, help="default: the env's train_cases")
+    make.add_argument("--valid-size", type=int, help="default: the env's valid_size")
+    make.add_argument("--heldout-size", type=int, help="default: the env's heldout_size")
+    make.add_argument("--force", action="store_true", help="overwrite existing files")
+    make.set_defaults(handler=cmd_data_make)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    from evopolicygym.cases import SplitError
+    from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
+    from evopolicygym.runs import RunLockedError
+
+    try:
+        return args.handler(args)
+    except ValidationError as exc:
+        print(f"evopolicygym: invalid configuration:\n{exc}", file=sys.stderr)
+    except (SplitError, MissingExtraError, UnknownEnvironmentError, RunLockedError, FileNotFoundError, ValueError) as exc:
+        print(f"evopolicygym: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("evopolicygym: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""The text served by ``GET /task``: the environment's task text plus a generated contract."""
+
+from __future__ import annotations
+
+import json
+
+from evopolicygym.envs import EnvSpec
+from evopolicygym.protocol import EnvMeta
+
+
+def task_text(spec: EnvSpec, meta: EnvMeta, minimum: int, maximum: int) -> str:
+    schema = lambda value: json.dumps(value, indent=2, sort_keys=True)  # noqa: E731
+    upper = min(maximum, meta.n_env_instances)
+    return f"""{spec.task.strip()}
+
+## Policy Contract
+
+```python
+class Policy:
+    def __init__(self, obs_space: dict, action_space: dict, env_meta: dict): ...
+    def reset(self, episode_index: int) -> None: ...
+    def act(self, obs): ...  # returns one action
+```
+
+`__init__` runs once per policy worker process (a submit may use several workers), `reset` before
+every episode, `act` once per step. Policies run in separate processes with the time and memory
+limits listed under `resource_limits` in `GET /info`.
+
+## Policy Input And Output
+
+- Environment: `{meta.env}` (task version {meta.env_version})
+- Visible train case ids: `0..{meta.n_env_instances - 1}`
+- Max episode steps: {meta.max_episode_steps}
+- Observation storage: `{meta.obs_storage}`
+- Reward: {spec.reward}
+
+Observation space:
+
+```json
+{schema(meta.obs_space)}
+```
+
+Action space:
+
+```json
+{schema(meta.action_space)}
+```
+
+## Submit Notes
+
+Submit between {minimum} and {upper} visible train case ids per request (never more than the
+remaining budget), as a list (`{{"env_instances": [0, 1, 2]}}`) or a range string
+(`{{"env_instances": "0-2,7"}}`). Each id runs one episode and costs one unit of budget. Read
+`feedback/submit_NNN/summary.json` and the episode files after every submit.
+"""

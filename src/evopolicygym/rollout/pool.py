@@ -1,0 +1,269 @@
+"""Runs the episodes of one checkpoint on a pool of policy worker processes.
+
+Episodes are dealt to ``jobs`` lanes round-robin (episode ``i`` to lane ``i % jobs``), so the
+assignment, and hence any policy state carried between a worker's episodes, does not depend on
+timing. Each lane owns one worker process at a time; a worker that dies or overruns a limit is
+killed (its whole process group), the episode gets an error saying which limit, and a fresh worker
+takes the lane's remaining episodes. A policy that cannot be imported or constructed fails the
+whole call with an :class:`InitFailure`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from evopolicygym.protocol import LimitsSection
+from evopolicygym.sandbox import SIGNAL_VERDICTS, FrameError, FrameReader, FrameTimeout, write_frame
+
+from ._results import EpisodeError, EpisodeResult, InitFailure
+
+# Extra seconds the judge waits beyond a limit before it kills a worker: process start-up and
+# environment construction for init, result serialization for episodes.
+INIT_GRACE_S = 60.0
+EPISODE_GRACE_S = 15.0
+# Variables a worker inherits; everything else (including EVOPOLICYGYM_* run paths) is dropped.
+INHERITED_VARIABLES = ("PATH", "LANG", "LC_ALL", "TZ", "MUJOCO_GL", "PYOPENGL_PLATFORM", "MINIWOB_URL", "EVOPOLICYGYM_ENVSPECS", "VIRTUAL_ENV")
+
+
+class EpisodeTask(NamedTuple):
+    """One episode to run: ``index`` is its position in the batch, ``seed`` the case seed and
+    ``episode_index`` the value passed to ``Policy.reset``."""
+
+    index: int
+    seed: int
+    episode_index: int
+
+
+class WorkerJob(NamedTuple):
+    """Everything a worker needs to run a checkpoint (no path under the run root but
+    ``checkpoint``, no seeds: those come one episode at a time)."""
+
+    checkpoint: Path
+    env_spec: dict[str, Any]
+    obs_space: dict[str, Any]
+    action_space: dict[str, Any]
+    env_meta: dict[str, Any]
+
+
+def worker_environment(scratch: Path) -> dict[str, str]:
+    env = {k: os.environ[k] for k in INHERITED_VARIABLES if k in os.environ}
+    env.update(
+        HOME=str(scratch),
+        TMPDIR=str(scratch),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONUNBUFFERED="1",
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )
+    for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+class _Worker:
+    """One live worker process and its pipes."""
+
+    def __init__(self, job: WorkerJob, limits: LimitsSection, log_path: Path | None):
+        self.scratch = Path(tempfile.mkdtemp(prefix="epg-scratch-"))
+        log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "evopolicygym.rollout.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                cwd=self.scratch,
+                env=worker_environment(self.scratch),
+                start_new_session=True,
+            )
+        finally:
+            if log_path:
+                log.close()
+        self.reader = FrameReader(self.process.stdout.fileno())
+        self.limits = limits
+        self.killed = False
+        self.send(
+            {
+                "op": "init",
+                "checkpoint": str(job.checkpoint),
+                "scratch": str(self.scratch),
+                "env_spec": job.env_spec,
+                "obs_space": job.obs_space,
+                "action_space": job.action_space,
+                "env_meta": job.env_meta,
+                "limits": limits.model_dump(),
+            }
+        )
+
+    def send(self, header: dict[str, Any]) -> None:
+        write_frame(self.process.stdin.fileno(), header)
+
+    def kill(self) -> None:
+        self.killed = True
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def death_reason(self) -> tuple[str, str]:
+        """Why the worker went away, as (category, message)."""
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.process.wait()
+        if code < 0:
+            sig = signal.Signals(-code)
+            category = SIGNAL_VERDICTS.get(sig, "worker_crash")
+            if category == "killed":
+                category = "oom"  # not killed by us, so by the kernel: out of memory
+            return category, f"policy worker was killed by {sig.name} ({category})"
+        return "worker_crash", f"policy worker exited with status {code} (did the policy call exit?)"
+
+    def close(self) -> None:
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.process.wait()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class WorkerPool:
+    """Executes episodes in worker processes. Safe to call from several threads (each call
+    starts its own workers); ``jobs`` bounds the workers of one call."""
+
+    def __init__(self, jobs: int, limits: LimitsSection, log_dir: Path | None = None):
+        if jobs < 1:
+            raise ValueError("jobs must be at least 1")
+        self.jobs = jobs
+        self.limits = limits
+        self.log_dir = log_dir
+
+    def run(
+        self,
+        job: WorkerJob,
+        tasks: list[EpisodeTask],
+        *,
+        record: bool,
+        obs_external: bool = False,
+        max_steps: int,
+        on_episode: Callable[[EpisodeResult], None] | None = None,
+    ) -> list[EpisodeResult] | InitFailure:
+        """Run ``tasks``; results come back in task order, or an :class:`InitFailure` when the
+        policy cannot start. ``on_episode`` is called (from lane threads) as episodes finish."""
+        lanes = [tasks[i :: self.jobs] for i in range(min(self.jobs, len(tasks)))]
+        results: dict[int, EpisodeResult] = {}
+        failures: dict[int, InitFailure] = {}
+        lock = threading.Lock()
+
+        def lane(number: int, lane_tasks: list[EpisodeTask]) -> None:
+            log = self.log_dir / f"worker-{number}.log" if self.log_dir else None
+            for result in self._run_lane(job, lane_tasks, record, obs_external, max_steps, log, failures, number):
+                with lock:
+                    results[result.index] = result
+                if on_episode:
+                    on_episode(result)
+
+        threads = [threading.Thread(target=lane, args=(n, t), daemon=True) for n, t in enumerate(lanes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            return failures[min(failures)]
+        return [results[task.index] for task in tasks]
+
+    def _run_lane(self, job, tasks, record, obs_external, max_steps, log, failures, number):
+        pending = list(tasks)
+        started_once = False
+        while pending:
+            worker = _Worker(job, self.limits, log)
+            try:
+                failure = self._await_ready(worker)
+                if failure is not None:
+                    if not started_once:
+                        failures[number] = failure
+                        return
+                    # It started before and fails now: charge the rest to the crash, don't loop.
+                    for task in pending:
+                        yield _failed(task, "worker_crash", f"policy worker could not restart: {failure.message}")
+                    return
+                started_once = True
+                while pending:
+                    task = pending[0]
+                    result = self._episode(worker, task, record, obs_external, max_steps)
+                    pending.pop(0)
+                    yield result
+                    if result.error is not None and result.error.category in _FATAL:
+                        break  # the worker is gone; start a fresh one for the rest
+            finally:
+                worker.close()
+
+    def _await_ready(self, worker: _Worker) -> InitFailure | None:
+        deadline = time.monotonic() + self.limits.init_timeout_s + INIT_GRACE_S
+        try:
+            header, _ = worker.reader.read(deadline)
+        except FrameTimeout:
+            worker.kill()
+            return InitFailure(verdict="init_timeout", message=f"the policy did not start within {self.limits.init_timeout_s} s")
+        except FrameError:
+            category, message = worker.death_reason()
+            verdict = "oom" if category == "oom" else "worker_crash"
+            return InitFailure(verdict=verdict, message=message)
+        if header.get("op") == "ready":
+            return None
+        if header.get("op") == "init_failed":
+            try:
+                return InitFailure.model_validate(header)
+            except ValueError:
+                pass
+        worker.kill()
+        return InitFailure(verdict="worker_crash", message="policy worker sent an unexpected message during start-up")
+
+    def _episode(self, worker, task, record, obs_external, max_steps) -> EpisodeResult:
+        worker.send(
+            {"op": "episode", "index": task.index, "seed": task.seed, "episode_index": task.episode_index, "max_steps": max_steps, "record": record, "obs_external": obs_external}
+        )
+        deadline = time.monotonic() + self.limits.rollout_wall_s + EPISODE_GRACE_S
+        try:
+            header, blobs = worker.reader.read(deadline)
+        except FrameTimeout:
+            worker.kill()
+            return _failed(task, "episode_timeout", f"episode exceeded the {self.limits.rollout_wall_s} s limit and its worker was killed")
+        except FrameError:
+            return _failed(task, *worker.death_reason())
+        try:
+            if header.get("op") != "episode" or header.get("index") != task.index:
+                raise ValueError("reply does not match the episode asked for")
+            result = EpisodeResult.model_validate({**header, "return_": header.get("return")})
+        except ValueError as exc:
+            worker.kill()
+            return _failed(task, "worker_crash", f"policy worker sent an invalid episode result: {exc}")
+        if record and len(blobs) == 2:
+            result.trajectory, result.observations = blobs
+        return result
+
+
+_FATAL = {"episode_timeout", "oom", "cpu_limit", "file_size_limit", "worker_crash"}
+
+
+def _failed(task: EpisodeTask, category: str, message: str) -> EpisodeResult:
+    return EpisodeResult(index=task.index, return_=0.0, length=0, error=EpisodeError(category=category, message=message))

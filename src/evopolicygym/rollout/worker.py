@@ -1,0 +1,351 @@
+"""The policy worker: a separate process that loads one checkpoint and runs episodes.
+
+Started by :class:`~evopolicygym.rollout.pool.WorkerPool` as ``python -m
+evopolicygym.rollout.worker`` in its own session (process group). It talks to the judge only
+through framed messages on the stdin/stdout pipes it inherited (moved to private descriptors at
+start-up so that policy prints cannot corrupt them; fd 0 becomes /dev/null and fd 1 goes to the
+worker's stderr log). Protocol:
+
+1. judge -> ``init`` {checkpoint, env_spec, limits, obs_space, action_space, env_meta}; the worker
+   lowers its rlimits, builds the environment, copies the checkpoint into a scratch directory
+   (its cwd, so runtime files and simulator logs never touch the run), imports ``policy.py`` and
+   constructs ``Policy``. Reply ``ready`` or ``init_failed`` {verdict, message, traceback}.
+   The judge owns the scratch directory and removes it after the worker exits.
+2. judge -> ``episode`` {index, seed, episode_index, max_steps, record}; reply ``episode``
+   {index, return, length, error, stdout, stderr, obs_format} with blobs
+   [trajectory.jsonl bytes, observations bytes] when ``record``.
+3. judge closes the pipe; the worker exits.
+
+Time limits are enforced twice: here with ``SIGALRM`` (so the error carries a traceback of where
+the policy was stuck) and by the judge, which kills the whole process group when a reply is late.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from evopolicygym.sandbox import FrameReader, apply_rlimits, write_frame
+
+EXTERNALIZE_BYTES = 4096
+
+
+class PolicyTimeout(BaseException):
+    """Raised inside policy code by SIGALRM. A BaseException so ``except Exception`` in a policy
+    does not swallow it."""
+
+
+def _on_alarm(signum, frame):
+    raise PolicyTimeout("time limit reached")
+
+
+class CappedWriter(io.TextIOBase):
+    """A text stream that keeps the first ``cap`` characters and counts the rest."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.parts: list[str] = []
+        self.kept = 0
+        self.dropped = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        room = self.cap - self.kept
+        if room > 0:
+            self.parts.append(text[:room])
+            self.kept += min(room, len(text))
+        self.dropped += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def value(self) -> str:
+        text = "".join(self.parts)
+        if self.dropped:
+            text += f"\n[... {self.dropped} characters cut: output is capped at {self.cap} per episode]\n"
+        return text
+
+
+class Worker:
+    def __init__(self, reader: FrameReader, out_fd: int):
+        self.reader = reader
+        self.out_fd = out_fd
+        self.policy: Any = None
+        self.world: Any = None
+        self.scratch: Path | None = None
+        self.pending_output = ("", "")
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _relative_traceback(self, exc: BaseException) -> str:
+        """The traceback from the first frame of policy code on, with scratch paths shown as
+        ``system/`` paths so the agent recognises its files."""
+        frames = traceback.extract_tb(exc.__traceback__)
+        scratch = str(self.scratch) if self.scratch else None
+        start = next(
+            (i for i, f in enumerate(frames) if scratch and f.filename.startswith(scratch)), 0
+        )
+        lines = ["Traceback (most recent call last):\n"]
+        lines += traceback.format_list(frames[start:])
+        lines += traceback.format_exception_only(type(exc), exc)
+        text = "".join(lines)
+        return text.replace(scratch + "/", "system/") if scratch else text
+
+    def _timed(self, seconds: float, call, *args):
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+        try:
+            return call(*args)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def _capture(self, limit: int):
+        out, err = CappedWriter(limit), CappedWriter(limit)
+        sys.stdout, sys.stderr = out, err
+        return out, err
+
+    def _release(self) -> None:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+
+    def send(self, header: dict[str, Any], blobs: list[bytes] | None = None) -> None:
+        write_frame(self.out_fd, header, blobs)
+
+    # -- init ----------------------------------------------------------------------------------
+
+    def init(self, message: dict[str, Any]) -> bool:
+        limits = message["limits"]
+        apply_rlimits(limits)
+        from evopolicygym.envs import EnvSpec
+
+        try:
+            self.world = EnvSpec.model_validate(message["env_spec"]).make_world()
+        except Exception as exc:  # harness or dependency fault, not the policy's
+            self.send({"op": "init_failed", "verdict": "env_error", "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+            return False
+        self.scratch = Path(message["scratch"]) / "system"
+        shutil.copytree(message["checkpoint"], self.scratch, ignore=shutil.ignore_patterns("__pycache__"))
+        os.chdir(self.scratch)
+        sys.path.insert(0, str(self.scratch))
+        out, err = self._capture(limits["output_bytes"])
+        phase = "import_error"
+        try:
+            spec = importlib.util.spec_from_file_location("policy", self.scratch / "policy.py")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["policy"] = module
+            deadline = time.monotonic() + limits["init_timeout_s"]
+            self._timed(limits["init_timeout_s"], spec.loader.exec_module, module)
+            phase = "init_error"
+            policy_class = getattr(module, "Policy", None)
+            if policy_class is None:
+                raise AttributeError("policy.py defines no class Policy")
+            self.policy = self._timed(
+                deadline - time.monotonic(),
+                policy_class,
+                message["obs_space"],
+                message["action_space"],
+                message["env_meta"],
+            )
+        except PolicyTimeout as exc:
+            return self._init_failed("init_timeout", exc, out, err, limits)
+        except MemoryError as exc:
+            return self._init_failed("oom", exc, out, err, limits)
+        except BaseException as exc:
+            return self._init_failed(phase, exc, out, err, limits)
+        finally:
+            self._release()
+        self.pending_output = (out.value(), err.value())
+        self.send({"op": "ready"})
+        return True
+
+    def _init_failed(self, verdict, exc, out, err, limits) -> bool:
+        self._release()
+        message = f"{type(exc).__name__}: {exc}"
+        if verdict == "init_timeout":
+            message = f"import + Policy() took longer than {limits['init_timeout_s']} s"
+        self.send(
+            {
+                "op": "init_failed",
+                "verdict": verdict,
+                "message": message,
+                "traceback": self._relative_traceback(exc),
+                "stdout": out.value(),
+                "stderr": err.value(),
+            }
+        )
+        return False
+
+    # -- episodes ------------------------------------------------------------------------------
+
+    def episode(self, message: dict[str, Any], limits: dict[str, Any]) -> None:
+        index, record = message["index"], message["record"]
+        act_limit, wall_limit = limits["act_timeout_s"], limits["rollout_wall_s"]
+        world, policy = self.world, self.policy
+        rows: list[dict[str, Any]] = []
+        raw_obs: list[Any] = []
+        total, step, error = 0.0, 0, None
+        out, err = self._capture(limits["output_bytes"])
+        init_out, init_err = self.pending_output
+        if init_out:
+            out.write(init_out)
+        if init_err:
+            err.write(init_err)
+        self.pending_output = ("", "")
+        deadline = time.monotonic() + wall_limit
+        phase = "reset_error"
+        try:
+            random.seed(message["episode_index"])
+            _seed_numpy(message["episode_index"])
+            self._timed(min(act_limit, wall_limit), policy.reset, message["episode_index"])
+            phase = "env_error"
+            obs = world.reset(message["seed"] % 2**32)
+            for step in range(message["max_steps"]):
+                visible = world.observe(obs)
+                phase = "act_error"
+                action = self._timed(min(act_limit, deadline - time.monotonic()), policy.act, visible)
+                phase = "env_error"
+                turn = world.step(action)
+                total += turn.reward
+                if record:
+                    raw_obs.append(obs)
+                    rows.append({"t": step, "obs": visible, "action": action, "reward": turn.reward, "terminated": turn.terminated, "truncated": turn.truncated, "info": turn.info})
+                obs = turn.obs
+                if turn.terminated or turn.truncated:
+                    break
+            length = len(rows) if record else step + 1
+        except PolicyTimeout as exc:
+            kind = "episode_timeout" if time.monotonic() >= deadline - 1e-3 else "act_timeout"
+            limit = wall_limit if kind == "episode_timeout" else act_limit
+            error = self._error(kind, f"{phase.split('_')[0]}() exceeded the {limit} s {kind.replace('_', ' ')} limit", exc, step)
+        except MemoryError as exc:
+            error = self._error("oom", f"MemoryError: {exc}", exc, step)
+        except Exception as exc:
+            error = self._error(phase, f"{type(exc).__name__}: {exc}", exc, step)
+        finally:
+            self._release()
+        if error is not None:
+            length = len(rows) if record else step
+        header: dict[str, Any] = {
+            "op": "episode",
+            "index": index,
+            "return": total,
+            "length": length,
+            "error": error,
+            "stdout": out.value(),
+            "stderr": err.value(),
+            "obs_format": None,
+        }
+        blobs: list[bytes] = []
+        if record:
+            obs_blob, header["obs_format"] = _externalize(raw_obs, message.get("obs_external", False))
+            if obs_blob is not None:
+                for row in rows:
+                    row["obs"] = None
+            blobs = [_jsonl(rows), obs_blob or b""]
+        self.send(header, blobs)
+
+    def _error(self, category: str, message: str, exc: BaseException, step: int) -> dict[str, Any]:
+        return {
+            "category": category,
+            "message": message,
+            "traceback": self._relative_traceback(exc),
+            "step_index": step,
+        }
+
+    def serve(self) -> int:
+        header, _ = self.reader.read()
+        if header.get("op") != "init" or not self.init(header):
+            return 0
+        limits = header["limits"]
+        while True:
+            try:
+                message, _ = self.reader.read()
+            except Exception:
+                return 0  # judge closed the pipe: we are done
+            if message.get("op") == "episode":
+                self.episode(message, limits)
+
+
+def _seed_numpy(value: int) -> None:
+    import numpy
+
+    numpy.random.seed(value % 2**32)
+
+
+def _default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    return repr(value)
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> bytes:
+    try:
+        return "".join(json.dumps(row, default=_default, allow_nan=False) + "\n" for row in rows).encode()
+    except ValueError:  # a NaN or infinity somewhere: spell non-finite floats as strings
+        from evopolicygym.envs.jsonsafe import to_jsonable
+
+        return "".join(json.dumps(to_jsonable(row)) + "\n" for row in rows).encode()
+
+
+def _externalize(raw_obs: list[Any], always: bool) -> tuple[bytes | None, str | None]:
+    """Stack observations into ``observations.npy`` (arrays) or ``.npz`` (dicts of arrays)
+    when the spec asks for external storage or the stack exceeds 4 KiB; ``(None, None)`` keeps
+    them inline. Integer arrays within [0, 255] are stored as uint8; uint8 data is compressed."""
+    import numpy as np
+
+    if not raw_obs:
+        return None, None
+    buffer = io.BytesIO()
+    try:
+        if isinstance(raw_obs[0], dict):
+            keys = list(raw_obs[0])
+            arrays = {str(k): _compact(np.stack([np.asarray(o[k]) for o in raw_obs])) for k in keys}
+            if not always and sum(a.nbytes for a in arrays.values()) <= EXTERNALIZE_BYTES:
+                return None, None
+            if any(a.dtype == np.uint8 for a in arrays.values()):
+                np.savez_compressed(buffer, **arrays)
+            else:
+                np.savez(buffer, **arrays)
+            return buffer.getvalue(), "npz"
+        array = np.stack([np.asarray(o) for o in raw_obs])
+        if array.dtype == object or (not always and array.nbytes <= EXTERNALIZE_BYTES):
+            return None, None
+        np.save(buffer, _compact(array), allow_pickle=False)
+        return buffer.getvalue(), "npy"
+    except (ValueError, TypeError, KeyError):  # ragged or mixed observations stay inline
+        return None, None
+
+
+def _compact(array):
+    import numpy as np
+
+    if array.dtype.kind in "iu" and array.size and array.min() >= 0 and array.max() <= 255:
+        return array.astype(np.uint8)
+    return array
+
+
+def main() -> int:
+    # Move the message pipes off fds 0/1 so stray prints (even from C code) cannot corrupt them.
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    signal.signal(signal.SIGALRM, _on_alarm)
+    os.environ.pop("PYTHONSTARTUP", None)
+    return Worker(FrameReader(in_fd), out_fd).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

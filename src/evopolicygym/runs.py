@@ -1,0 +1,323 @@
+"""One benchmark run, start to finish: the run directory, the judge, the agent, ``run.json``.
+
+``run_from_config`` is what ``evopolicygym run`` and every Snakemake run job call. It is
+idempotent: a finished run (``run.json`` present) is returned as is, and an interrupted one is
+resumed from its journal with exactly the budget and history it had (see
+:mod:`evopolicygym.judge.ledger`).
+
+Layout of ``<runs>/<model>/<env>/<exp_id>/`` (segments slugged)::
+
+    run.json                 written once, atomically, at the end
+    workspace/               the agent's cwd: AGENTS.md, system/, feedback/submit_NNN/
+    checkpoints/submit_NNN/  snapshot of system/ per submit (+ metrics.json)
+    logs/                    harness.log (JSONL events), agent transcripts, worker logs
+    .judge/                  private: journal.jsonl, run_config.json, lock
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from evopolicygym.cases import CaseSplits, generate_splits, load_splits
+from evopolicygym.envs import EnvSpec, get_env
+from evopolicygym.judge import Judge, JudgePaths, JudgeServer, JudgeSettings, Ledger, Selection, utc_now, write_atomic
+from evopolicygym.protocol import (
+    HARNESS_VERSION,
+    AgentRecord,
+    BudgetRecord,
+    Outcome,
+    RunConfig,
+    RunError,
+    RunRecord,
+    Timing,
+)
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def slug(text: str) -> str:
+    """A path segment: alphanumerics and ``._-`` kept, everything else ``_``, ends trimmed."""
+    value = re.sub(r"[^A-Za-z0-9._-]", "_", text).strip("._-")
+    if not value:
+        raise ValueError(f"cannot make a directory name from {text!r}")
+    return value
+
+
+class RunLockedError(RuntimeError):
+    """Another live process owns this run directory."""
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    root: Path
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def system(self) -> Path:
+        return self.workspace / "system"
+
+    @property
+    def feedback(self) -> Path:
+        return self.workspace / "feedback"
+
+    @property
+    def agents_md(self) -> Path:
+        return self.workspace / "AGENTS.md"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def private(self) -> Path:
+        return self.root / ".judge"
+
+    @property
+    def run_json(self) -> Path:
+        return self.root / "run.json"
+
+    def judge_paths(self) -> JudgePaths:
+        return JudgePaths(self.system, self.feedback, self.checkpoints, self.private)
+
+    def create(self) -> None:
+        for directory in (self.system, self.feedback, self.checkpoints, self.logs / "workers", self.private):
+            directory.mkdir(parents=True, exist_ok=True)
+
+
+def run_root(config: RunConfig) -> Path:
+    run = config.run
+    if run.root is not None:
+        return run.root
+    if run.runs is None:
+        raise ValueError("give the run a directory: --root DIR or --runs BASE (or root/runs in [run])")
+    return run.runs / slug(run.model) / slug(run.env) / slug(run.exp_id)
+
+
+class _Lock:
+    """``.judge/lock``: created exclusively; a lock whose process is gone is taken over."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self) -> _Lock:
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    pid = json.loads(self.path.read_text())["pid"]
+                    os.kill(pid, 0)
+                except (ProcessLookupError, ValueError, KeyError, json.JSONDecodeError):
+                    self.path.unlink(missing_ok=True)  # stale: its owner died
+                    continue
+                except PermissionError:
+                    pass
+                raise RunLockedError(f"{self.path.parent.parent} is in use by process {pid}; wait for it or kill it") from None
+            with os.fdopen(fd, "w") as handle:
+                json.dump({"pid": os.getpid(), "created_at": utc_now()}, handle)
+            return self
+        raise RunLockedError(f"could not lock {self.path}")
+
+    def __exit__(self, *exc: object) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+class EventLog:
+    """``logs/harness.log``: one JSON object per event. Selected events also go to ``progress``."""
+
+    SHOWN = {"submit.finish", "run.finalize", "run.close", "agent.retry", "agent.retry.exhausted", "judge.error"}
+
+    def __init__(self, path: Path, progress: Progress, label: str):
+        self.path = path
+        self.progress = progress
+        self.label = label
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"timestamp": utc_now(), "event": event, **fields}, sort_keys=True, default=str) + "\n")
+        if event in self.SHOWN:
+            details = " ".join(f"{k}={_short(v)}" for k, v in fields.items())
+            self.progress(f"[{self.label}] {event} {details}")
+
+
+def _short(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _splits(config: RunConfig, spec: EnvSpec) -> CaseSplits:
+    run = config.run
+    if run.data is not None:
+        splits = load_splits(run.data, spec.id)
+    else:
+        splits = generate_splits(0, spec.train_cases, spec.valid_size, spec.heldout_size)
+    return splits.trimmed(run.valid_size, run.final_size)
+
+
+def _check_resume(paths: RunPaths, config: RunConfig) -> None:
+    """Refuse to continue a run with settings that would change its meaning."""
+    saved = paths.private / "run_config.json"
+    current = json.loads(config.model_dump_json())
+    if not saved.exists():
+        write_atomic(saved, json.dumps(current, indent=2, sort_keys=True) + "\n")
+        return
+    previous = json.loads(saved.read_text())
+    keys = ("env", "budget", "minimum", "maximum", "valid_size", "final_size", "data", "bulk")
+    changed = [k for k in keys if previous["run"].get(k) != current["run"].get(k)]
+    if changed:
+        raise ValueError(f"{paths.root} was started with different {', '.join(changed)}; use a new --exp-id or directory")
+
+
+def load_saved_config(root: Path) -> RunConfig:
+    """The config an existing run was started with (for ``evopolicygym run --resume ROOT``)."""
+    saved = root / ".judge" / "run_config.json"
+    if not saved.exists():
+        raise FileNotFoundError(f"{root} has no saved run config: it is not an EvoPolicyGym run directory")
+    config = RunConfig.model_validate_json(saved.read_text())
+    config.run.root = root
+    return config
+
+
+def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) -> RunRecord:
+    """Run (or resume, or just return) the run described by ``config``."""
+    from evopolicygym.agents import Launch, agents_md_text, drive, make_harness
+
+    paths = RunPaths(run_root(config))
+    if paths.run_json.exists():
+        progress(f"[run] {paths.root} is finished; run.json is unchanged")
+        return RunRecord.model_validate_json(paths.run_json.read_text())
+    spec = get_env(config.run.env, bulk=config.run.bulk)
+    splits = _splits(config, spec)
+    paths.create()
+    with _Lock(paths.private / "lock"):
+        _check_resume(paths, config)
+        if not paths.agents_md.exists():
+            paths.agents_md.write_text(agents_md_text())
+        label = f"{config.run.model}/{spec.id}/{config.run.exp_id}"
+        events = EventLog(paths.logs / "harness.log", progress, label)
+        ledger = Ledger.open(paths.private / "journal.jsonl", config.run.budget, checkpoints=paths.checkpoints, feedback=paths.feedback)
+        settings = JudgeSettings(
+            spec=spec,
+            schemas=spec.describe(),
+            splits=splits,
+            budget=config.run.budget,
+            minimum=config.run.minimum,
+            maximum=config.run.maximum or max(config.run.budget, 1),
+            limits=config.limits,
+            jobs=config.run.jobs or os.cpu_count() or 1,
+        )
+        judge = Judge(settings, paths.judge_paths(), ledger, events, paths.logs / "workers")
+        started = time.monotonic()
+        agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name)
+        if judge.phase == "open":
+            harness = make_harness(config.agent)
+            with JudgeServer(judge, config.server.bind, config.server.port) as server:
+                events("run.open", url=server.url, budget=settings.budget, remaining=ledger.remaining, resumed=ledger.next_index > 0)
+                progress(f"[{label}] judge at {server.url}; budget {ledger.remaining}/{settings.budget} left; agent {config.agent.kind}")
+                launch = Launch(api_url=server.url, workspace=paths.workspace, logs=paths.logs)
+                transcript = drive(
+                    harness,
+                    launch,
+                    done=lambda: judge.phase != "open",
+                    limit=config.agent.limit or max(1, config.run.budget),
+                    retries=config.agent.retries,
+                    backoff=config.agent.retry_backoff,
+                    log=lambda event, fields: events(event, **fields),
+                )
+            agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name, reason=transcript.reason, turns=transcript.turns, session=transcript.session)
+        finalize_started = time.monotonic()
+        if ledger.remaining > 0:
+            outcome = Outcome(status="error", error=RunError(type="agent_stopped", message=f"the agent stopped ({agent_record.reason}) with {ledger.remaining} of {settings.budget} episodes unspent"))
+        else:
+            events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
+            selection = judge.finalize(lambda line: progress(f"[{label}] finalize {line}"))
+            outcome = _outcome(selection)
+        record = _record(config, spec, splits, paths, ledger, outcome, agent_record, started, finalize_started, settings)
+        write_atomic(paths.run_json, record.model_dump_json(indent=2) + "\n")
+        judge.close(outcome.model_dump())
+        events("run.close", outcome=outcome.status, final_score=outcome.final_score, best_submit_index=outcome.best_submit_index)
+        return record
+
+
+def _outcome(selection: Selection) -> Outcome:
+    if selection.best is None:
+        return Outcome(status="no_ok_submit", final_score=0.0, val_scores={str(k): v for k, v in selection.val_scores.items()}, val_errors={str(k): v for k, v in selection.val_errors.items()})
+    heldout = selection.heldout or {}
+    return Outcome(
+        status="completed",
+        final_score=heldout.get("mean"),
+        best_submit_index=selection.best,
+        val_scores={str(k): v for k, v in selection.val_scores.items()},
+        val_errors={str(k): v for k, v in selection.val_errors.items()},
+        heldout_mean_return=heldout.get("mean"),
+        heldout_std_return=heldout.get("std"),
+        heldout_returns=heldout.get("returns"),
+        heldout_errors=heldout.get("errors"),
+    )
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _record(config, spec, splits, paths, ledger, outcome, agent, started, finalize_started, settings) -> RunRecord:
+    end = utc_now()
+    versions = {"harness": HARNESS_VERSION, "env_version": spec.version, "agents_md_hash": _sha256(paths.agents_md.read_bytes()), **splits.hashes}
+    gymnasium_version = _package_version("gymnasium")
+    if gymnasium_version:
+        versions["gymnasium"] = gymnasium_version
+    if outcome.best_submit_index is not None:
+        best = next(s for s in ledger.submits if s.index == outcome.best_submit_index)
+        if best.tree_hash:
+            versions["code_hash"] = best.tree_hash
+    return RunRecord(
+        model=config.run.model,
+        env=spec.id,
+        exp_id=config.run.exp_id,
+        experiment_dimensions={
+            "episode_budget": settings.budget,
+            "min_episodes_per_submit": settings.minimum,
+            "max_episodes_per_submit": settings.maximum,
+            "n_env_instances": len(splits.train),
+            "valid_size": len(splits.valid),
+            "heldout_size": len(splits.heldout),
+            "max_episode_steps": spec.max_episode_steps,
+            "jobs": settings.jobs,
+            "agent": config.agent.kind,
+        },
+        timing=Timing(start_time=ledger.opened_at or end, end_time=end, wall_time_seconds=round(time.monotonic() - started, 3), finalize_seconds=round(time.monotonic() - finalize_started, 3)),
+        outcome=outcome,
+        budget=BudgetRecord(limit=settings.budget, used=ledger.used, n_submits=ledger.next_index),
+        submits=ledger.submits,
+        agent=agent,
+        isolation={"level": "process", "limits": config.limits.model_dump()},
+        artifacts={"workspace": "workspace/", "feedback": "workspace/feedback/", "checkpoints": "checkpoints/", "logs_harness": "logs/harness.log"},
+        versions=versions,
+    )
