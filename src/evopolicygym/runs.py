@@ -101,7 +101,7 @@ class RunPaths:
         return JudgePaths(self.system, self.feedback, self.checkpoints, self.private)
 
     def create(self) -> None:
-        for directory in (self.system, self.feedback, self.checkpoints, self.logs / "workers", self.private):
+        for directory in (self.system, self.feedback, self.checkpoints, self.logs, self.private):
             directory.mkdir(parents=True, exist_ok=True)
 
 
@@ -204,7 +204,7 @@ def load_saved_config(root: Path) -> RunConfig:
 
 def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) -> RunRecord:
     """Run (or resume, or just return) the run described by ``config``."""
-    from evopolicygym.agents import Launch, agents_md_text, drive, make_harness
+    from evopolicygym.agents import agents_md_text
 
     paths = RunPaths(run_root(config))
     if paths.run_json.exists():
@@ -230,37 +230,48 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
             limits=config.limits,
             jobs=config.run.jobs or os.cpu_count() or 1,
         )
-        judge = Judge(settings, paths.judge_paths(), ledger, events, paths.logs / "workers")
-        started = time.monotonic()
-        agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name)
-        if judge.phase == "open":
-            harness = make_harness(config.agent)
-            with JudgeServer(judge, config.server.bind, config.server.port) as server:
-                events("run.open", url=server.url, budget=settings.budget, remaining=ledger.remaining, resumed=ledger.next_index > 0)
-                progress(f"[{label}] judge at {server.url}; budget {ledger.remaining}/{settings.budget} left; agent {config.agent.kind}")
-                launch = Launch(api_url=server.url, workspace=paths.workspace, logs=paths.logs)
-                transcript = drive(
-                    harness,
-                    launch,
-                    done=lambda: judge.phase != "open",
-                    limit=config.agent.limit or max(1, config.run.budget),
-                    retries=config.agent.retries,
-                    backoff=config.agent.retry_backoff,
-                    log=lambda event, fields: events(event, **fields),
-                )
-            agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name, reason=transcript.reason, turns=transcript.turns, session=transcript.session)
-        finalize_started = time.monotonic()
-        if ledger.remaining > 0:
-            outcome = Outcome(status="error", error=RunError(type="agent_stopped", message=f"the agent stopped ({agent_record.reason}) with {ledger.remaining} of {settings.budget} episodes unspent"))
-        else:
-            events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
-            selection = judge.finalize(lambda line: progress(f"[{label}] finalize {line}"))
-            outcome = _outcome(selection)
-        record = _record(config, spec, splits, paths, ledger, outcome, agent_record, started, finalize_started, settings)
-        write_atomic(paths.run_json, record.model_dump_json(indent=2) + "\n")
-        judge.close(outcome.model_dump())
-        events("run.close", outcome=outcome.status, final_score=outcome.final_score, best_submit_index=outcome.best_submit_index)
-        return record
+        judge = Judge(settings, paths.judge_paths(), ledger, events, paths.logs / "workers.log")
+        try:
+            return _drive_and_finish(config, spec, splits, paths, ledger, judge, events, settings, label, progress)
+        finally:
+            judge.shutdown()
+
+
+def _drive_and_finish(config, spec, splits, paths, ledger, judge, events, settings, label, progress) -> RunRecord:
+    """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
+    from evopolicygym.agents import Launch, drive, make_harness
+
+    started = time.monotonic()
+    agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name)
+    if judge.phase == "open":
+        judge.pool.prewarm()
+        harness = make_harness(config.agent)
+        with JudgeServer(judge, config.server.bind, config.server.port) as server:
+            events("run.open", url=server.url, budget=settings.budget, remaining=ledger.remaining, resumed=ledger.next_index > 0)
+            progress(f"[{label}] judge at {server.url}; {ledger.remaining}/{settings.budget} episodes left; agent {config.agent.kind}")
+            transcript = drive(
+                harness,
+                Launch(api_url=server.url, workspace=paths.workspace, logs=paths.logs),
+                done=lambda: judge.phase != "open",
+                limit=config.agent.limit or max(1, config.run.budget),
+                retries=config.agent.retries,
+                backoff=config.agent.retry_backoff,
+                log=lambda event, fields: events(event, **fields),
+            )
+        agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name, reason=transcript.reason, turns=transcript.turns, session=transcript.session)
+    finalize_started = time.monotonic()
+    if ledger.remaining > 0:
+        unspent = f"{ledger.remaining} of {settings.budget} episodes unspent"
+        outcome = Outcome(status="error", error=RunError(type="agent_stopped", message=f"the agent stopped ({agent_record.reason}) with {unspent}"))
+    else:
+        events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
+        selection = judge.finalize(lambda line: progress(f"[{label}] finalize {line}"))
+        outcome = _outcome(selection)
+    record = _record(config, spec, splits, paths, ledger, outcome, agent_record, started, finalize_started, settings)
+    write_atomic(paths.run_json, record.model_dump_json(indent=2) + "\n")
+    judge.close(outcome.model_dump())
+    events("run.close", outcome=outcome.status, final_score=outcome.final_score, best_submit_index=outcome.best_submit_index)
+    return record
 
 
 def _outcome(selection: Selection) -> Outcome:

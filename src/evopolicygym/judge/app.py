@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
-from werkzeug.serving import make_server
+from werkzeug.serving import WSGIRequestHandler, make_server
 
 from evopolicygym.protocol import HARNESS_VERSION
 
@@ -91,11 +91,18 @@ def create_app(judge: Judge) -> Flask:
     return app
 
 
+class _QuietHandler(WSGIRequestHandler):
+    """Requests are recorded by the judge's own events, not printed to the terminal."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass
+
+
 class JudgeServer:
     """Serves a judge on ``bind:port`` from a background thread (threaded WSGI server)."""
 
     def __init__(self, judge: Judge, bind: str = "127.0.0.1", port: int = 0):
-        self._server = make_server(bind, port, create_app(judge), threaded=True)
+        self._server = make_server(bind, port, create_app(judge), threaded=True, request_handler=_QuietHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="judge-http", daemon=True)
 
     @property

@@ -82,12 +82,12 @@ class Selection:
 
 
 class Judge:
-    def __init__(self, settings: JudgeSettings, paths: JudgePaths, ledger: Ledger, events: EventLog, worker_logs: Path | None = None):
+    def __init__(self, settings: JudgeSettings, paths: JudgePaths, ledger: Ledger, events: EventLog, worker_log: Path | None = None):
         self.settings = settings
         self.paths = paths
         self.ledger = ledger
         self.events = events
-        self.pool = WorkerPool(settings.jobs, settings.limits, worker_logs)
+        self.pool = WorkerPool(settings.spec.model_dump(), settings.jobs, settings.limits, worker_log)
         self._lock = threading.Lock()
         self.phase = "closed" if ledger.closed else ("open" if ledger.remaining > 0 else "finalizing")
         self.episode_width = max(3, len(str(settings.budget)))
@@ -229,7 +229,7 @@ class Judge:
 
     def _job(self, checkpoint: Path, meta: dict[str, Any]) -> WorkerJob:
         s = self.settings
-        return WorkerJob(checkpoint, s.spec.model_dump(), s.schemas.obs_space, s.schemas.action_space, meta)
+        return WorkerJob(checkpoint, s.schemas.obs_space, s.schemas.action_space, meta)
 
     # -- finalize ---------------------------------------------------------------------------------
 
@@ -240,10 +240,13 @@ class Judge:
         done = [0]
         lock = threading.Lock()
 
+        step = max(1, len(tasks) // 4)
+
         def tick(_result: EpisodeResult) -> None:
             with lock:
                 done[0] += 1
-                progress(done[0])
+                if done[0] % step == 0 or done[0] == len(tasks):
+                    progress(done[0])
 
         return self.pool.run(self._job(target, meta), tasks, record=False, max_steps=self.settings.spec.max_episode_steps, on_episode=tick)
 
@@ -277,10 +280,15 @@ class Judge:
             return Selection(val_scores, val_errors, best, self.ledger.heldout if best is not None else None)
 
     def close(self, outcome: dict[str, Any]) -> None:
+        """Journal the outcome; no submit is accepted afterwards."""
         with self._lock:
             if self.ledger.closed is None:
                 self.ledger.append({"type": "closed", "outcome": outcome})
             self.phase = "closed"
+
+    def shutdown(self) -> None:
+        """Stop idle workers (call once the judge is no longer used)."""
+        self.pool.close()
 
 
 def _score(outcome: list[EpisodeResult] | InitFailure) -> dict[str, Any]:

@@ -49,7 +49,6 @@ class WorkerJob(NamedTuple):
     ``checkpoint``, no seeds: those come one episode at a time)."""
 
     checkpoint: Path
-    env_spec: dict[str, Any]
     obs_space: dict[str, Any]
     action_space: dict[str, Any]
     env_meta: dict[str, Any]
@@ -73,9 +72,11 @@ def worker_environment(scratch: Path) -> dict[str, str]:
 
 
 class _Worker:
-    """One live worker process and its pipes."""
+    """One live worker process and its pipes. It is started *warm*: it imports its libraries
+    and builds the environment at once, then waits for a checkpoint, so that process start-up
+    overlaps the agent's thinking time instead of delaying the next submit."""
 
-    def __init__(self, job: WorkerJob, limits: LimitsSection, log_path: Path | None):
+    def __init__(self, env_spec: dict[str, Any], limits: LimitsSection, log_path: Path | None):
         self.scratch = Path(tempfile.mkdtemp(prefix="epg-scratch-"))
         log = open(log_path, "ab") if log_path else subprocess.DEVNULL
         try:
@@ -93,17 +94,17 @@ class _Worker:
                 log.close()
         self.reader = FrameReader(self.process.stdout.fileno())
         self.limits = limits
-        self.killed = False
+        self.send({"op": "prepare", "env_spec": env_spec, "limits": limits.model_dump()})
+
+    def start(self, job: WorkerJob) -> None:
         self.send(
             {
                 "op": "init",
                 "checkpoint": str(job.checkpoint),
                 "scratch": str(self.scratch),
-                "env_spec": job.env_spec,
                 "obs_space": job.obs_space,
                 "action_space": job.action_space,
                 "env_meta": job.env_meta,
-                "limits": limits.model_dump(),
             }
         )
 
@@ -111,7 +112,6 @@ class _Worker:
         write_frame(self.process.stdin.fileno(), header)
 
     def kill(self) -> None:
-        self.killed = True
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -132,14 +132,21 @@ class _Worker:
             return category, f"policy worker was killed by {sig.name} ({category})"
         return "worker_crash", f"policy worker exited with status {code} (did the policy call exit?)"
 
-    def close(self) -> None:
+    def close(self) -> threading.Thread:
+        """Close the pipes (the worker exits on end of input) and reap it in the background;
+        returns the reaping thread."""
         for stream in (self.process.stdin, self.process.stdout):
             try:
                 stream.close()
             except OSError:
                 pass
+        reaper = threading.Thread(target=self._reap, daemon=True)
+        reaper.start()
+        return reaper
+
+    def _reap(self) -> None:
         try:
-            self.process.wait(timeout=2)
+            self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.kill()
             self.process.wait()
@@ -147,15 +154,48 @@ class _Worker:
 
 
 class WorkerPool:
-    """Executes episodes in worker processes. Safe to call from several threads (each call
-    starts its own workers); ``jobs`` bounds the workers of one call."""
+    """Executes the episodes of one environment in worker processes.
 
-    def __init__(self, jobs: int, limits: LimitsSection, log_dir: Path | None = None):
+    ``jobs`` bounds the workers of one :meth:`run`. After each run the pool starts ``jobs``
+    warm workers for the next one; :meth:`close` stops them. Calls to :meth:`run` must not
+    overlap (the judge serializes them)."""
+
+    def __init__(self, env_spec: dict[str, Any], jobs: int, limits: LimitsSection, log_path: Path | None = None):
         if jobs < 1:
             raise ValueError("jobs must be at least 1")
+        self.env_spec = env_spec
         self.jobs = jobs
         self.limits = limits
-        self.log_dir = log_dir
+        self.log_path = log_path
+        self._warm: list[_Worker] = []
+        self._reapers: list[threading.Thread] = []
+        self._lock = threading.Lock()
+
+    def _spawn(self) -> _Worker:
+        return _Worker(self.env_spec, self.limits, self.log_path)
+
+    def prewarm(self) -> None:
+        """Start workers until ``jobs`` are waiting (returns at once; they warm up in parallel)."""
+        with self._lock:
+            while len(self._warm) < self.jobs:
+                self._warm.append(self._spawn())
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            if self._warm:
+                return self._warm.pop(0)
+        return self._spawn()
+
+    def close(self) -> None:
+        """Stop the warm workers and wait until every worker of this pool is reaped."""
+        with self._lock:
+            warm, self._warm = self._warm, []
+        for worker in warm:
+            worker.kill()
+            self._reapers.append(worker.close())
+        for reaper in self._reapers:
+            reaper.join()
+        self._reapers.clear()
 
     def run(
         self,
@@ -175,8 +215,7 @@ class WorkerPool:
         lock = threading.Lock()
 
         def lane(number: int, lane_tasks: list[EpisodeTask]) -> None:
-            log = self.log_dir / f"worker-{number}.log" if self.log_dir else None
-            for result in self._run_lane(job, lane_tasks, record, obs_external, max_steps, log, failures, number):
+            for result in self._run_lane(job, lane_tasks, record, obs_external, max_steps, failures, number):
                 with lock:
                     results[result.index] = result
                 if on_episode:
@@ -187,16 +226,18 @@ class WorkerPool:
             thread.start()
         for thread in threads:
             thread.join()
+        self.prewarm()
         if failures:
             return failures[min(failures)]
         return [results[task.index] for task in tasks]
 
-    def _run_lane(self, job, tasks, record, obs_external, max_steps, log, failures, number):
+    def _run_lane(self, job, tasks, record, obs_external, max_steps, failures, number):
         pending = list(tasks)
         started_once = False
         while pending:
-            worker = _Worker(job, self.limits, log)
+            worker = self._take()
             try:
+                worker.start(job)
                 failure = self._await_ready(worker)
                 if failure is not None:
                     if not started_once:
@@ -215,7 +256,7 @@ class WorkerPool:
                     if result.error is not None and result.error.category in _FATAL:
                         break  # the worker is gone; start a fresh one for the rest
             finally:
-                worker.close()
+                self._reapers.append(worker.close())
 
     def _await_ready(self, worker: _Worker) -> InitFailure | None:
         deadline = time.monotonic() + self.limits.init_timeout_s + INIT_GRACE_S
@@ -224,7 +265,7 @@ class WorkerPool:
         except FrameTimeout:
             worker.kill()
             return InitFailure(verdict="init_timeout", message=f"the policy did not start within {self.limits.init_timeout_s} s")
-        except FrameError:
+        except (FrameError, OSError):
             category, message = worker.death_reason()
             verdict = "oom" if category == "oom" else "worker_crash"
             return InitFailure(verdict=verdict, message=message)
@@ -239,16 +280,19 @@ class WorkerPool:
         return InitFailure(verdict="worker_crash", message="policy worker sent an unexpected message during start-up")
 
     def _episode(self, worker, task, record, obs_external, max_steps) -> EpisodeResult:
-        worker.send(
-            {"op": "episode", "index": task.index, "seed": task.seed, "episode_index": task.episode_index, "max_steps": max_steps, "record": record, "obs_external": obs_external}
-        )
+        try:
+            worker.send(
+                {"op": "episode", "index": task.index, "seed": task.seed, "episode_index": task.episode_index, "max_steps": max_steps, "record": record, "obs_external": obs_external}
+            )
+        except OSError:  # the worker died between episodes
+            return _failed(task, *worker.death_reason())
         deadline = time.monotonic() + self.limits.rollout_wall_s + EPISODE_GRACE_S
         try:
             header, blobs = worker.reader.read(deadline)
         except FrameTimeout:
             worker.kill()
             return _failed(task, "episode_timeout", f"episode exceeded the {self.limits.rollout_wall_s} s limit and its worker was killed")
-        except FrameError:
+        except (FrameError, OSError):
             return _failed(task, *worker.death_reason())
         try:
             if header.get("op") != "episode" or header.get("index") != task.index:

@@ -6,8 +6,9 @@ through framed messages on the stdin/stdout pipes it inherited (moved to private
 start-up so that policy prints cannot corrupt them; fd 0 becomes /dev/null and fd 1 goes to the
 worker's stderr log). Protocol:
 
-1. judge -> ``init`` {checkpoint, env_spec, limits, obs_space, action_space, env_meta}; the worker
-   lowers its rlimits, builds the environment, copies the checkpoint into a scratch directory
+1. judge -> ``prepare`` {env_spec, limits}: the worker builds the environment and waits (a warm
+   worker); judge -> ``init`` {checkpoint, scratch, obs_space, action_space, env_meta}: the worker
+   lowers its rlimits, copies the checkpoint into a scratch directory
    (its cwd, so runtime files and simulator logs never touch the run), imports ``policy.py`` and
    constructs ``Policy``. Reply ``ready`` or ``init_failed`` {verdict, message, traceback}.
    The judge owns the scratch directory and removes it after the worker exits.
@@ -121,16 +122,23 @@ class Worker:
 
     # -- init ----------------------------------------------------------------------------------
 
-    def init(self, message: dict[str, Any]) -> bool:
-        limits = message["limits"]
-        apply_rlimits(limits)
+    def prepare(self, message: dict[str, Any]) -> str | None:
+        """Build the environment; returns an error text when that fails."""
+        import numpy  # noqa: F401  (imported while warm: every episode seeds and stacks with it)
+
         from evopolicygym.envs import EnvSpec
 
         try:
             self.world = EnvSpec.model_validate(message["env_spec"]).make_world()
-        except Exception as exc:  # harness or dependency fault, not the policy's
-            self.send({"op": "init_failed", "verdict": "env_error", "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+        except Exception as exc:  # a harness or dependency fault, not the policy's
+            return f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        return None
+
+    def init(self, message: dict[str, Any], limits: dict[str, Any], env_problem: str | None) -> bool:
+        if env_problem is not None:
+            self.send({"op": "init_failed", "verdict": "env_error", "message": env_problem.splitlines()[0], "traceback": env_problem})
             return False
+        apply_rlimits(limits)
         self.scratch = Path(message["scratch"]) / "system"
         shutil.copytree(message["checkpoint"], self.scratch, ignore=shutil.ignore_patterns("__pycache__"))
         os.chdir(self.scratch)
@@ -261,10 +269,15 @@ class Worker:
         }
 
     def serve(self) -> int:
-        header, _ = self.reader.read()
-        if header.get("op") != "init" or not self.init(header):
+        prepare, _ = self.reader.read()
+        limits = prepare["limits"]
+        env_problem = self.prepare(prepare)
+        try:
+            header, _ = self.reader.read()
+        except Exception:
+            return 0  # a warm worker that was never used
+        if header.get("op") != "init" or not self.init(header, limits, env_problem):
             return 0
-        limits = header["limits"]
         while True:
             try:
                 message, _ = self.reader.read()
