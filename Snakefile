@@ -1,0 +1,42 @@
+# EvoPolicyGym batch pipeline. Wiring only: config + schema, rules from rules/, target rules.
+#   snakemake smoke --cores 2            offline smoke suite (built-in agents) -> HTML report
+#   snakemake check_envs --cores 4       readiness of every curated environment
+#   snakemake suite_<slug> --cores 4     any config/*-suite.toml, e.g. suite_main128_codex
+# Profiles: workflow/profiles/default (picked up automatically), slurm, kubernetes.
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/checks.smk"
+include: "rules/runs.smk"
+include: "rules/reports.smk"
+
+
+rule smoke:
+    default_target: True
+    input:
+        expand(rules.report.output.html, suite=SMOKE),
+
+
+rule check_envs:
+    input:
+        rules.readiness.output,
+
+
+for suite in SUITES.values():
+
+    rule:
+        name:
+            f"suite_{suite.slug}"
+        input:
+            expand(rules.report.output.html, suite=suite.slug),

@@ -1,0 +1,30 @@
+# Environment readiness: one `evopolicygym check-envs` job per environment (a failed check still
+# leaves its JSON result), then one aggregated readiness table.
+
+
+rule check_env:
+    output:
+        f"{RESULTS}/check-envs/envs/{{env}}.json",
+    log:
+        f"{LOGS}/check_env/{{env}}.log",
+    wildcard_constraints:
+        env=exact_pattern(checked_envs()),
+    params:
+        min_level=config["check_envs"]["min_level"],
+    message:
+        "check-envs: {wildcards.env}"
+    shell:
+        "evopolicygym check-envs --env {wildcards.env} --min-level {params.min_level}"
+        " --output {output} > {log} 2>&1 || test -s {output}"
+
+
+rule readiness:
+    input:
+        expand(rules.check_env.output[0], env=checked_envs()),
+    output:
+        markdown=f"{RESULTS}/check-envs/readiness.md",
+        csv=f"{RESULTS}/check-envs/readiness.csv",
+    log:
+        f"{LOGS}/readiness/readiness.log",
+    script:
+        "../workflow/scripts/readiness.py"

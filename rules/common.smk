@@ -1,0 +1,42 @@
+# Shared wiring: the suite matrices (from evopolicygym.suites, the code the CLI uses), the
+# split directories they read, the environments to check, and lookups used by the rules.
+# Kept light: every cluster job re-executes this file.
+
+from pathlib import Path
+
+from evopolicygym.protocol import HARNESS_VERSION
+from evopolicygym.suites import (
+    exact_pattern,
+    load_suite,
+    load_suites,
+    merged_data_requests,
+)
+
+SUITES = load_suites([*config["suites"], config["smoke_suite"]])
+SMOKE = load_suite(config["smoke_suite"]).slug
+JOB_BY_ROOT = {str(job.root): job for suite in SUITES.values() for job in suite.jobs}
+DATA = merged_data_requests(SUITES)
+RESULTS = config["results"]
+LOGS = config["logs"]
+ARCHIVE = Path(workflow.basedir) / config["report"]["archive"]
+
+
+def checked_envs():
+    """Ids for check_envs: the configured list, else every curated environment."""
+    if config["check_envs"]["envs"]:
+        return config["check_envs"]["envs"]
+    from evopolicygym.envs import default_registry
+
+    return default_registry().ids()
+
+
+def split_files(job):
+    """The split files a run reads (none when it uses the environment's own pools)."""
+    data = job.config.run.data
+    if data is None:
+        return []
+    return [f"{data}/{split}.json" for split in ("train", "valid", "heldout")]
+
+
+def suite_records(wildcards):
+    return [str(job.record_path) for job in SUITES[wildcards.suite].jobs]

@@ -1,0 +1,39 @@
+# One job per suite cell (env x agent x repeat). The job runs `evopolicygym run --suite --job`,
+# which resumes an interrupted run directory and writes run.json even when the agent failed
+# (outcome "error"): such a record is a result, so the job succeeds. Retries come from the
+# suite. Only the harness version (not library code) decides whether a finished run is stale.
+
+from evopolicygym.report import run_line
+
+for suite in SUITES.values():
+
+    rule:
+        name:
+            f"run_{suite.slug}"
+        input:
+            lambda wildcards: split_files(JOB_BY_ROOT[wildcards.run_root]),
+        output:
+            "{run_root}/run.json",
+        log:
+            f"{LOGS}/run/{suite.slug}/{{run_root}}.log",
+        wildcard_constraints:
+            run_root=exact_pattern(job.root for job in suite.jobs),
+        retries: suite.section.retries
+        threads: suite.section.threads
+        resources:
+            mem_mb=suite.section.mem_mb,
+            runtime=suite.section.runtime,
+        params:
+            suite=str(suite.path),
+            job=lambda wildcards: JOB_BY_ROOT[wildcards.run_root].name,
+            env=lambda wildcards: JOB_BY_ROOT[wildcards.run_root].env,
+            agent=lambda wildcards: JOB_BY_ROOT[wildcards.run_root].agent_label,
+            harness_version=HARNESS_VERSION,
+        message:
+            "run {params.job}: {params.env} with {params.agent}"
+        run:
+            shell(
+                "evopolicygym run --suite {params.suite} --job {params.job} --jobs {threads}"
+                " > {log} 2>&1 || test -s {output}"
+            )
+            print(run_line(output[0]), flush=True)

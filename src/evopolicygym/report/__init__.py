@@ -1,0 +1,28 @@
+"""Reports from run records: results table (Parquet), rank score, learning curves, HTML."""
+
+from ._archive import archive_cells, read_archive
+from ._build import Report, ReportFiles, assemble, build_report, run_line
+from ._curves import plot_learning_curves
+from ._rank import cells_from_runs, place_entrants, rank_scores
+from ._readiness import readiness_table, write_readiness
+from ._table import learning_curve, read_record, record_row, results_table
+
+__all__ = [
+    "Report",
+    "ReportFiles",
+    "archive_cells",
+    "assemble",
+    "build_report",
+    "cells_from_runs",
+    "learning_curve",
+    "place_entrants",
+    "plot_learning_curves",
+    "rank_scores",
+    "read_archive",
+    "read_record",
+    "readiness_table",
+    "record_row",
+    "results_table",
+    "run_line",
+    "write_readiness",
+]
