@@ -176,6 +176,7 @@
             nativeBuildInputs = [
               python
               pkgs.snakemake
+              pkgs.git # tests of setup.sh build small git repositories
             ];
             src = self;
           }
