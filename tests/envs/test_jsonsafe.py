@@ -1,0 +1,70 @@
+import enum
+import json
+import math
+
+import numpy as np
+import pytest
+
+from evopolicygym.envs.jsonsafe import float_token, to_jsonsafe
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (np.array([1.5, 2.0], dtype=np.float32), [1.5, 2.0]),
+        (np.array([[1, 2], [3, 4]], dtype=np.uint8), [[1, 2], [3, 4]]),
+        (np.array([True, False]), [True, False]),
+        (np.float32(0.5), 0.5),
+        (np.int64(7), 7),
+        (np.bool_(True), True),
+        (np.array([1.0, np.inf, -np.inf, np.nan]), [1.0, "inf", "-inf", "nan"]),
+        (np.array([[np.nan, 1.0]]), [["nan", 1.0]]),
+        (np.full(300, np.inf)[:2], ["inf", "inf"]),
+        (float("inf"), "inf"),
+        ((1, (2, 3)), [1, [2, 3]]),
+        ({1: np.float64(2.0), "a": None}, {"1": 2.0, "a": None}),
+        (Colour.RED, "red"),
+        (Level.HIGH, 3),
+        ({3, 1, 2}, [1, 2, 3]),
+    ],
+)
+def test_converts_to_json_values(value, expected):
+    assert to_jsonsafe(value) == expected
+
+
+def test_large_float_array_with_nonfinite_uses_numpy_check():
+    value = np.zeros((20, 20))
+    value[7, 3] = np.nan
+    out = to_jsonsafe(value)
+    assert out[7][3] == "nan"
+    assert out[0][0] == 0.0
+
+
+def test_sum_overflow_of_finite_values_stays_numeric():
+    value = np.array([3e38, 3e38], dtype=np.float32)
+    assert to_jsonsafe(value) == [pytest.approx(3e38, rel=1e-6)] * 2
+
+
+def test_unknown_objects_become_repr_and_result_is_strict_json():
+    class Thing:
+        def __repr__(self):
+            return "Thing()"
+
+    out = to_jsonsafe({"x": Thing(), "y": np.array([np.nan])})
+    assert out == {"x": "Thing()", "y": ["nan"]}
+    json.dumps(out, allow_nan=False)
+
+
+def test_float_token():
+    assert float_token(1.25) == 1.25
+    assert float_token(math.inf) == "inf"
+    assert float_token(-math.inf) == "-inf"
+    assert float_token(math.nan) == "nan"
