@@ -112,6 +112,35 @@ def cmd_data_make(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_suite(args: argparse.Namespace) -> int:
+    from evopolicygym.suites import load_suite, run_suite_workflow
+
+    if args.list:
+        for job in load_suite(Path(args.config)).jobs:
+            print(f"{job.name}\t{job.env}\t{job.agent_label}\t{job.root}")
+        return 0
+    return 0 if run_suite_workflow(Path(args.config), cores=args.cores, dry_run=args.dry_run) else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from evopolicygym.report import ReportFiles, build_report, run_line
+    from evopolicygym.suites import load_suite
+
+    if args.records:
+        for path in args.records:
+            print(run_line(Path(path)))
+        return 0
+    if not args.suite:
+        raise SystemExit("give --suite FILE (a whole report) or RUN_JSON files (one line each)")
+    suite = load_suite(Path(args.suite))
+    output = Path(args.output) if args.output else Path("results") / suite.slug
+    archive = None if args.no_archive else Path(args.archive)
+    report = build_report(suite, ReportFiles.in_dir(output), archive=archive)
+    print(report.final_table())
+    print(f"report: {output / 'report.html'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evopolicygym", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -158,6 +187,21 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--heldout-size", type=int, help="default: the env's heldout_size")
     make.add_argument("--force", action="store_true", help="overwrite existing files")
     make.set_defaults(handler=cmd_data_make)
+
+    suite = commands.add_parser("suite", help="run a suite through the Snakemake workflow", description="Run every job of a suite (env x agent x repeat) and its report through the same Snakemake workflow as `snakemake suite_<slug>` (Snakemake's Python API, in the current directory). Finished runs are never re-run; interrupted ones resume.")
+    suite.add_argument("--config", required=True, help="suite file (TOML: [suite] [[run]] [[agent]] ...)")
+    suite.add_argument("--cores", type=int, help="cores for Snakemake (default: the suite's jobs x threads)")
+    suite.add_argument("--dry-run", "-n", action="store_true", help="only show the jobs that would run")
+    suite.add_argument("--list", action="store_true", help="print the suite's jobs (name, env, agent, run directory) and exit")
+    suite.set_defaults(handler=cmd_suite)
+
+    report = commands.add_parser("report", help="results table, leaderboard, curves and HTML from run.json files", description="With --suite: read every run.json of the suite and write results.parquet, leaderboard.md/.csv (rank score), curves.png and report.html. With RUN_JSON files: print one status line per run.")
+    report.add_argument("records", nargs="*", metavar="RUN_JSON", help="run.json files to summarize one line each")
+    report.add_argument("--suite", help="suite file whose runs to report")
+    report.add_argument("--output", help="directory for the report files (default results/<suite slug>)")
+    report.add_argument("--archive", default="archive/core16/heldout_returns.csv", help="published results to rank against on shared environments")
+    report.add_argument("--no-archive", action="store_true", help="rank the suite's agents only")
+    report.set_defaults(handler=cmd_report)
     return parser
 
 
