@@ -148,8 +148,9 @@ class _Worker:
         try:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            self.kill()
-            self.process.wait()
+            pass
+        self.kill()  # the whole group: processes the policy started die with their worker
+        self.process.wait()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 

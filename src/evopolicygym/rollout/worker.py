@@ -23,6 +23,7 @@ the policy was stuck) and by the judge, which kills the whole process group when
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import io
 import json
@@ -235,6 +236,10 @@ class Worker:
             error = self._error(kind, f"{phase.split('_')[0]}() exceeded the {limit} s {kind.replace('_', ' ')} limit", exc, step)
         except MemoryError as exc:
             error = self._error("oom", f"MemoryError: {exc}", exc, step)
+        except OSError as exc:
+            # CPython ignores SIGXFSZ, so the file size rlimit surfaces as EFBIG.
+            category = "file_size_limit" if exc.errno == errno.EFBIG else phase
+            error = self._error(category, f"{type(exc).__name__}: {exc}", exc, step)
         except Exception as exc:
             error = self._error(phase, f"{type(exc).__name__}: {exc}", exc, step)
         finally:
