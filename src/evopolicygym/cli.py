@@ -141,6 +141,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_envs(args: argparse.Namespace) -> int:
+    from evopolicygym.envs.checks import check_envs_command
+
+    return check_envs_command(args.env or [], bulk=args.bulk, discover=args.discover, min_level=args.min_level, isolate=args.isolate, jobs=args.jobs, timeout=args.timeout, output=args.output)
+
+
+def cmd_check_one_env(args: argparse.Namespace) -> int:
+    from evopolicygym.envs.checks import check_one_env_main
+
+    return check_one_env_main(args.env, args.bulk, args.up_to)
+
+
+def cmd_discover_envs(args: argparse.Namespace) -> int:
+    from evopolicygym.envs.discover import discover_envs_command
+
+    return discover_envs_command(args.output, args.markdown)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evopolicygym", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -202,6 +220,27 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--archive", default="archive/core16/heldout_returns.csv", help="published results to rank against on shared environments")
     report.add_argument("--no-archive", action="store_true", help="rank the suite's agents only")
     report.set_defaults(handler=cmd_report)
+
+    check = commands.add_parser("check-envs", help="readiness checks per environment (levels L0-L4)", description="Check environments up to their declared readiness level: L0 catalogued (spec complete), L1 smoke (build, reset, step, seeded determinism, schema round trip), L2 tasked (task text complete and consistent), L3 scored (random anchor recorded), L4 calibrated (recorded expert beats random). Progress goes to stderr, a summary line to stdout; exit status 1 if any environment fails.")
+    check.add_argument("--env", action="append", metavar="ID", help="check only this id (repeatable; default: every curated env)")
+    check.add_argument("--bulk", action="store_true", help="also check every installed Gymnasium id as gymnasium/<id> (L1)")
+    check.add_argument("--discover", action="store_true", help="also list every installed Gymnasium id at L0 (registered, not built)")
+    check.add_argument("--min-level", default="L0", help="only environments declared at this level or above (L0-L4; default L0)")
+    check.add_argument("--isolate", action="store_true", help="one subprocess per environment (a crash or hang fails only that env)")
+    check.add_argument("--jobs", type=int, default=1, help="parallel subprocesses with --isolate (default 1)")
+    check.add_argument("--timeout", type=float, default=0, help="seconds per environment with --isolate (default 0: none)")
+    check.add_argument("--output", metavar="FILE", help="write the full JSON report here")
+    check.set_defaults(handler=cmd_check_envs)
+    one = commands.add_parser("_check-one-env")  # internal: the child process of --isolate
+    one.add_argument("--env", required=True)
+    one.add_argument("--bulk", action="store_true")
+    one.add_argument("--up-to")
+    one.set_defaults(handler=cmd_check_one_env)
+
+    discover = commands.add_parser("discover-envs", help="installed environment packages and the Gymnasium registry by family", description="Import the optional environment packages, then list every registered Gymnasium id grouped by family, marking ids covered by curated envspecs.")
+    discover.add_argument("--output", metavar="FILE", help="write the JSON here (e.g. docs/envs/discovered.json); default: print it")
+    discover.add_argument("--markdown", metavar="FILE", help="also write a Markdown checklist (e.g. docs/envs/env_list.md)")
+    discover.set_defaults(handler=cmd_discover_envs)
     return parser
 
 

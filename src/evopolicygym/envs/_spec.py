@@ -49,7 +49,8 @@ class EnvSpec(BaseModel):
     max_episode_steps: int = Field(..., gt=0, description="Step cap the judge enforces.")
     step_cap_source: str = Field(..., description="Where the step cap comes from.")
     recreate_per_episode: bool = Field(
-        False, description="Make a fresh environment per episode (for envs not reset-deterministic)."
+        False,
+        description="Make a fresh environment per episode (for envs not reset-deterministic).",
     )
     obs_storage: Literal["inline", "external"] = Field(
         "inline", description="external: observations go to observations.npy/.npz files."

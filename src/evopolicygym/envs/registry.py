@@ -49,7 +49,9 @@ class Registry:
         for path in sorted(root.rglob("*.toml")):
             spec = EnvSpec.from_file(path)
             if spec.id in specs:
-                raise ValueError(f"duplicate env id {spec.id!r} in {path} and {specs[spec.id].source}")
+                raise ValueError(
+                    f"duplicate env id {spec.id!r} in {path} and {specs[spec.id].source}"
+                )
             specs[spec.id] = spec
         return cls(specs)
 

@@ -1,0 +1,149 @@
+"""Bulk mode: any installed Gymnasium registration as ``gymnasium/<id>``, with a generated spec.
+
+Step cap, in order of preference: the registry's ``max_episode_steps``; else the limit the
+environment enforces itself when it can be read (MiniGrid ``max_steps``, HighwayEnv
+``duration x policy_frequency``); else :data:`DEFAULT_STEP_CAP`. The chosen source is written
+into ``step_cap_source``, so no cap is ever silent.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+
+from ._spec import EnvSpec
+from .families import FAMILIES, NON_ENVIRONMENT_IDS, PLUGINS, family_of, register_plugins
+from .gymnasium_adapter import action_labels, make_env
+from .registry import BULK_PREFIX, UnknownEnvironmentError
+from .spaces import schema_has_image, space_schema
+from .tasktext import template_task
+
+__all__ = [
+    "DEFAULT_STEP_CAP",
+    "MINIWOB_COMMIT",
+    "bulk_ids",
+    "bulk_spec",
+    "env_step_limit",
+    "miniwob_url",
+    "registered_plugins",
+]
+
+DEFAULT_STEP_CAP = 1000
+MINIWOB_COMMIT = "7fd85d71a4b60325c6585396ec4f48377d049838"
+MINIWOB_CHECKOUT = Path("third_party") / "miniwob-plusplus"
+
+
+@cache
+def registered_plugins() -> dict[str, str | None]:
+    """:func:`~evopolicygym.envs.families.register_plugins`, once per process."""
+    return register_plugins()
+
+
+def bulk_ids() -> list[str]:
+    """``gymnasium/<id>`` for every environment in the installed registry, sorted."""
+    registered_plugins()
+    return sorted(
+        BULK_PREFIX + upstream
+        for upstream in gymnasium.registry
+        if upstream not in NON_ENVIRONMENT_IDS
+    )
+
+
+def env_step_limit(env: gymnasium.Env) -> tuple[int, str] | None:
+    """The step limit an environment enforces itself, with how it was read; None if unknown."""
+    inner = env.unwrapped
+    max_steps = getattr(inner, "max_steps", None)
+    if isinstance(max_steps, int) and max_steps > 0:
+        return max_steps, f"env.unwrapped.max_steps = {max_steps}"
+    config = getattr(inner, "config", None)
+    if isinstance(config, dict) and "duration" in config and "policy_frequency" in config:
+        duration, frequency = config["duration"], config["policy_frequency"]
+        steps = round(duration * frequency)
+        return steps, f"duration x policy_frequency = {duration} x {frequency} = {steps}"
+    return None
+
+
+def miniwob_url() -> str | None:
+    """Base URL of the MiniWoB++ pages: ``$MINIWOB_URL``, else a ``file://`` URL of
+    ``third_party/miniwob-plusplus`` (commit :data:`MINIWOB_COMMIT`) under the repository root
+    or the current directory; None when neither exists."""
+    explicit = os.environ.get("MINIWOB_URL")
+    if explicit:
+        return explicit
+    repository = Path(__file__).resolve().parents[3]
+    for root in (repository, Path.cwd()):
+        pages = root / MINIWOB_CHECKOUT / "miniwob" / "html" / "miniwob"
+        if pages.is_dir():
+            return pages.as_uri() + "/"
+    return None
+
+
+def _kwargs_for(upstream_id: str) -> dict[str, Any]:
+    if not upstream_id.startswith("browsergym/miniwob."):
+        return {}
+    url = miniwob_url()
+    if url is None:
+        raise RuntimeError(
+            f"{upstream_id} needs the MiniWoB++ pages: clone "
+            f"https://github.com/Farama-Foundation/miniwob-plusplus into {MINIWOB_CHECKOUT} and "
+            f"check out {MINIWOB_COMMIT}, or set MINIWOB_URL (see docs/envs/web.md)"
+        )
+    return {"task_kwargs": {"base_url": url}}
+
+
+@cache
+def bulk_spec(upstream_id: str) -> EnvSpec:
+    """A generated :class:`EnvSpec` for a registered Gymnasium id. Builds the environment once
+    to read its spaces and, when the registry has no limit, its own step limit. Raises
+    :class:`UnknownEnvironmentError` for ids that are not registered (listing plugin packages
+    that failed to import) and :class:`MissingExtraError` when a dependency is missing."""
+    failures = {module: error for module, error in registered_plugins().items() if error}
+    if upstream_id not in gymnasium.registry or upstream_id in NON_ENVIRONMENT_IDS:
+        hint = "; ".join(f"{module}: {error}" for module, error in failures.items())
+        raise UnknownEnvironmentError(
+            f"{upstream_id!r} is not a registered Gymnasium environment"
+            + (f" (plugins that did not import: {hint})" if hint else "")
+        )
+    family = family_of(upstream_id)
+    plugin_modules = [plugin.module for plugin in PLUGINS if plugin.family == family]
+    draft = EnvSpec(
+        id=BULK_PREFIX + upstream_id,
+        upstream=upstream_id,
+        family=family,
+        extra=FAMILIES[family].extra,
+        imports=plugin_modules,
+        kwargs=_kwargs_for(upstream_id),
+        max_episode_steps=DEFAULT_STEP_CAP,
+        step_cap_source="draft",
+        reward="sum of the Gymnasium rewards over the episode (see the upstream documentation)",
+    )
+    env = make_env(draft)
+    try:
+        obs_schema = space_schema(env.observation_space)
+        action_schema = space_schema(env.action_space, labels=action_labels(env))
+        registered = gymnasium.spec(upstream_id).max_episode_steps
+        own = env_step_limit(env)
+    finally:
+        env.close()
+    if isinstance(registered, int) and registered > 0:
+        steps, source = registered, f"Gymnasium registry: max_episode_steps = {registered}"
+    elif own is not None:
+        steps, source = own[0], f"no registry limit; the env's own limit: {own[1]}"
+    else:
+        steps = DEFAULT_STEP_CAP
+        source = (
+            f"no registry limit and no readable env limit: default cap {DEFAULT_STEP_CAP} "
+            "(the env may still end episodes earlier itself)"
+        )
+    spec = draft.model_copy(
+        update={
+            "max_episode_steps": steps,
+            "step_cap_source": source,
+            "obs_storage": "external" if schema_has_image(obs_schema) else "inline",
+        }
+    )
+    return spec.model_copy(update={"task": template_task(spec, obs_schema, action_schema)})
