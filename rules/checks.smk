@@ -4,7 +4,7 @@
 
 rule check_env:
     output:
-        f"{RESULTS}/check-envs/envs/{{env}}.json",
+        CHECK_RESULT,
     log:
         f"{LOGS}/check_env/{{env}}.log",
     wildcard_constraints:
@@ -20,7 +20,7 @@ rule check_env:
 
 rule readiness:
     input:
-        expand(rules.check_env.output[0], env=checked_envs()),
+        expand(CHECK_RESULT, env=checked_envs()),
     output:
         markdown=f"{RESULTS}/check-envs/readiness.md",
         csv=f"{RESULTS}/check-envs/readiness.csv",

@@ -19,6 +19,10 @@ DATA = merged_data_requests(SUITES)
 RESULTS = config["results"]
 LOGS = config["logs"]
 ARCHIVE = Path(workflow.basedir) / config["report"]["archive"]
+# Output patterns shared by a rule and the rules that expand them (plain strings: with a
+# default storage provider, rules.<name>.output holds storage objects that expand() rejects).
+CHECK_RESULT = f"{RESULTS}/check-envs/envs/{{env}}.json"
+REPORT = f"{RESULTS}/{{suite}}"
 
 
 def checked_envs():

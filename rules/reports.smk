@@ -6,11 +6,11 @@ rule report:
     input:
         suite_records,
     output:
-        table=f"{RESULTS}/{{suite}}/results.parquet",
-        leaderboard=f"{RESULTS}/{{suite}}/leaderboard.md",
-        scores=f"{RESULTS}/{{suite}}/leaderboard.csv",
-        curves=f"{RESULTS}/{{suite}}/curves.png",
-        html=f"{RESULTS}/{{suite}}/report.html",
+        table=f"{REPORT}/results.parquet",
+        leaderboard=f"{REPORT}/leaderboard.md",
+        scores=f"{REPORT}/leaderboard.csv",
+        curves=f"{REPORT}/curves.png",
+        html=f"{REPORT}/report.html",
     log:
         f"{LOGS}/report/{{suite}}.log",
     wildcard_constraints:

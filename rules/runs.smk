@@ -3,8 +3,6 @@
 # (outcome "error"): such a record is a result, so the job succeeds. Retries come from the
 # suite. Only the harness version (not library code) decides whether a finished run is stale.
 
-from evopolicygym.report import run_line
-
 for suite in SUITES.values():
 
     rule:
@@ -33,7 +31,10 @@ for suite in SUITES.values():
             "run {params.job}: {params.env} with {params.agent}"
         run:
             shell(
-                "evopolicygym run --suite {params.suite} --job {params.job} --jobs {threads}"
+                "evopolicygym run --suite {params.suite} --job {params.job}"
+                ' --root "$(dirname {output})" --jobs {threads}'
                 " > {log} 2>&1 || test -s {output}"
             )
+            from evopolicygym.report import run_line
+
             print(run_line(output[0]), flush=True)

@@ -18,6 +18,7 @@ with open(snakemake.log[0], "w") as log:  # noqa: F821
             html=Path(out.html),
         ),
         archive=Path(snakemake.params.archive) if snakemake.params.archive else None,  # noqa: F821
+        records=[Path(p) for p in snakemake.input],  # noqa: F821
     )
     log.write(report.final_table())
 print(report.final_table(), flush=True)

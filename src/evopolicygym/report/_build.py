@@ -113,9 +113,12 @@ def _families(envs: list[str], archive: pd.DataFrame | None) -> dict[str, str]:
     return families
 
 
-def assemble(suite: Suite, archive_path: Path | None = None) -> Report:
-    """Read the suite's records and rank its entrants (with archived ones on shared envs)."""
-    table = results_table(suite=suite)
+def assemble(
+    suite: Suite, archive_path: Path | None = None, records: list[Path] | None = None
+) -> Report:
+    """Read the suite's records (``records`` in job order, default the jobs' own paths) and rank
+    its entrants, with the archived ones on shared environments."""
+    table = results_table(records or (), suite=suite)
     archive = read_archive(archive_path) if archive_path else None
     envs = list(dict.fromkeys(table["env"]))
     cells = cells_from_runs(table, _families(envs, archive))
@@ -172,14 +175,19 @@ submit spends budget; only ok submits can raise the best).</p>
 
 
 def build_report(
-    suite: Suite | str | Path, files: ReportFiles, *, archive: Path | None = None
+    suite: Suite | str | Path,
+    files: ReportFiles,
+    *,
+    archive: Path | None = None,
+    records: list[Path] | None = None,
 ) -> Report:
     """Write the results table (Parquet), leaderboard (Markdown + CSV), learning curves (PNG)
-    and the HTML report of ``suite``. Failed, missing or unreadable run records appear as rows
-    with their status and error; they never abort the report."""
+    and the HTML report of ``suite``. ``records`` overrides where the jobs' run.json files are
+    read (in job order). Failed, missing or unreadable run records appear as rows with their
+    status and error; they never abort the report."""
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
-    report = assemble(suite, archive)
+    report = assemble(suite, archive, records)
     for path in (files.table, files.leaderboard, files.scores, files.curves, files.html):
         path.parent.mkdir(parents=True, exist_ok=True)
     report.table.to_parquet(files.table, index=False)

@@ -5,10 +5,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display on compute nodes; must precede pyplot
-import matplotlib.pyplot as plt
 import pandas as pd
 
 
@@ -16,6 +12,11 @@ def plot_learning_curves(table: pd.DataFrame, output: Path, *, title: str = "") 
     """Write one PNG with a panel per environment; every run is a step line coloured by entrant
     (repeats share a colour). Runs without an ok submit have no line; a panel says so when
     none of its runs has one."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on compute nodes; must precede pyplot
+    import matplotlib.pyplot as plt
+
     envs = list(dict.fromkeys(table["env"])) or [""]
     entrants = list(dict.fromkeys(table["entrant"]))
     colours = {e: plt.get_cmap("tab10")(i % 10) for i, e in enumerate(entrants)}

@@ -128,12 +128,19 @@ def record_row(path: Path) -> dict:
 
 def results_table(paths: Iterable[Path] = (), *, suite: Suite | None = None) -> pd.DataFrame:
     """One row per run. With ``suite``, rows follow the suite's jobs (job name, index, repeat and
-    the agent label as entrant come from the matrix; ``paths`` is ignored); otherwise one row per
-    given ``run.json`` path with the entrant taken from the record's agent name or model."""
+    the agent label as entrant come from the matrix) and ``paths``, if given, are the jobs'
+    records in job order (Snakemake's local copies when a storage plugin moves files); otherwise
+    one row per given ``run.json`` path with the entrant from the record's agent name or model.
+    Raises ``ValueError`` when ``paths`` and the suite's jobs differ in number."""
     rows = []
+    paths = [Path(p) for p in paths]
     if suite is not None:
-        for job in suite.jobs:
-            row = record_row(job.record_path)
+        if paths and len(paths) != len(suite.jobs):
+            raise ValueError(
+                f"{len(paths)} record paths for {len(suite.jobs)} jobs of {suite.path}"
+            )
+        for job, path in zip(suite.jobs, paths or [j.record_path for j in suite.jobs], strict=True):
+            row = record_row(path)
             row.update(
                 suite=suite.name,
                 job=job.name,
@@ -147,8 +154,8 @@ def results_table(paths: Iterable[Path] = (), *, suite: Suite | None = None) -> 
             rows.append(row)
     else:
         for number, path in enumerate(paths):
-            row = record_row(Path(path))
-            row.setdefault("job", Path(path).parent.name)
+            row = record_row(path)
+            row.setdefault("job", path.parent.name)
             row.setdefault("index", number)
             row.setdefault("repeat", 0)
             rows.append(row)
