@@ -10,47 +10,61 @@ import pandas as pd
 
 from ._format import markdown_table
 
-READINESS_COLUMNS = ["env", "level", "family", "ok", "issues", "first_issue", "result_file"]
+READINESS_COLUMNS = [
+    "env",
+    "family",
+    "core16",
+    "declared_level",
+    "reached_level",
+    "ok",
+    "failed_checks",
+    "first_failure",
+    "result_file",
+]
 
 
 def readiness_rows(path: Path) -> list[dict]:
-    """Rows of one check-envs output file (``{"envs": [...]}``). An unreadable file yields one
+    """Rows of one ``check-envs --output`` file (``{"envs": [{env, family, declared_level,
+    reached_level, ok, checks: [{name, level, ok, message}]}]}``). An unreadable file yields one
     failed row that says why, so one broken check cannot hide the others."""
+    path = Path(path)
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-        entries = document["envs"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        entries = json.loads(path.read_text(encoding="utf-8"))["envs"]
+        rows = []
+        for entry in entries:
+            failed = [c for c in entry.get("checks", []) if not c.get("ok")]
+            rows.append(
+                {
+                    "env": entry["env"],
+                    "family": entry.get("family", ""),
+                    "core16": bool(entry.get("core16")),
+                    "declared_level": entry.get("declared_level", ""),
+                    "reached_level": entry.get("reached_level") or "",
+                    "ok": bool(entry.get("ok")),
+                    "failed_checks": len(failed),
+                    "first_failure": (
+                        f"{failed[0].get('name', '')}: {failed[0].get('message', '')}"
+                        if failed
+                        else ""
+                    ),
+                    "result_file": str(path),
+                }
+            )
+        return rows
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         return [
             {
-                "env": Path(path).stem,
-                "level": "",
+                "env": path.stem,
                 "family": "",
+                "core16": False,
+                "declared_level": "",
+                "reached_level": "",
                 "ok": False,
-                "issues": 1,
-                "first_issue": f"unreadable result: {type(error).__name__}: {error}",
+                "failed_checks": 1,
+                "first_failure": f"unreadable result: {type(error).__name__}: {error}",
                 "result_file": str(path),
             }
         ]
-    rows = []
-    for entry in entries:
-        issues = entry.get("issues") or []
-        first = issues[0] if issues else None
-        rows.append(
-            {
-                "env": entry.get("name") or entry.get("id") or Path(path).stem,
-                "level": entry.get("level", ""),
-                "family": entry.get("family", ""),
-                "ok": bool(entry.get("ok")),
-                "issues": len(issues),
-                "first_issue": (
-                    f"{first.get('code', '')}: {first.get('message', '')}"
-                    if isinstance(first, dict)
-                    else (str(first) if first else "")
-                ),
-                "result_file": str(path),
-            }
-        )
-    return rows
 
 
 def readiness_table(paths: Iterable[Path]) -> pd.DataFrame:
