@@ -26,7 +26,7 @@ from __future__ import annotations
 import errno
 import importlib.util
 import io
-import json
+import math
 import os
 import random
 import shutil
@@ -47,8 +47,31 @@ class PolicyTimeout(BaseException):
     does not swallow it."""
 
 
-def _on_alarm(signum, frame):
-    raise PolicyTimeout("time limit reached")
+class Watchdog:
+    """Raises :class:`PolicyTimeout` inside a policy call that runs past its deadline.
+
+    One periodic ``SIGALRM`` every ``TICK`` seconds checks the deadline, instead of arming a
+    timer around every call: two ``setitimer`` calls per step cost more than a CartPole step.
+    Outside policy calls the deadline is infinite, so environment code is never interrupted."""
+
+    TICK = 0.05
+
+    def __init__(self) -> None:
+        self.deadline = math.inf
+        signal.signal(signal.SIGALRM, self._check)
+        signal.setitimer(signal.ITIMER_REAL, self.TICK, self.TICK)
+
+    def _check(self, signum, frame) -> None:
+        if time.monotonic() >= self.deadline:
+            self.deadline = math.inf
+            raise PolicyTimeout("time limit reached")
+
+    def call(self, seconds: float, function, *args):
+        self.deadline = time.monotonic() + max(seconds, 0.0)
+        try:
+            return function(*args)
+        finally:
+            self.deadline = math.inf
 
 
 class CappedWriter(io.TextIOBase):
@@ -80,6 +103,7 @@ class CappedWriter(io.TextIOBase):
 
 class Worker:
     def __init__(self, reader: FrameReader, out_fd: int):
+        self.watchdog = Watchdog()
         self.reader = reader
         self.out_fd = out_fd
         self.policy: Any = None
@@ -102,13 +126,6 @@ class Worker:
         lines += traceback.format_exception_only(type(exc), exc)
         text = "".join(lines)
         return text.replace(scratch + "/", "system/") if scratch else text
-
-    def _timed(self, seconds: float, call, *args):
-        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
-        try:
-            return call(*args)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def _capture(self, limit: int):
         out, err = CappedWriter(limit), CappedWriter(limit)
@@ -151,12 +168,12 @@ class Worker:
             module = importlib.util.module_from_spec(spec)
             sys.modules["policy"] = module
             deadline = time.monotonic() + limits["init_timeout_s"]
-            self._timed(limits["init_timeout_s"], spec.loader.exec_module, module)
+            self.watchdog.call(limits["init_timeout_s"], spec.loader.exec_module, module)
             phase = "init_error"
             policy_class = getattr(module, "Policy", None)
             if policy_class is None:
                 raise AttributeError("policy.py defines no class Policy")
-            self.policy = self._timed(
+            self.policy = self.watchdog.call(
                 deadline - time.monotonic(),
                 policy_class,
                 message["obs_space"],
@@ -213,13 +230,13 @@ class Worker:
         try:
             random.seed(message["episode_index"])
             _seed_numpy(message["episode_index"])
-            self._timed(min(act_limit, wall_limit), policy.reset, message["episode_index"])
+            self.watchdog.call(min(act_limit, wall_limit), policy.reset, message["episode_index"])
             phase = "env_error"
             obs = world.reset(message["seed"] % 2**32)
             for step in range(message["max_steps"]):
                 visible = world.observe(obs)
                 phase = "act_error"
-                action = self._timed(min(act_limit, deadline - time.monotonic()), policy.act, visible)
+                action = self.watchdog.call(min(act_limit, deadline - time.monotonic()), policy.act, visible)
                 phase = "env_error"
                 turn = world.step(action)
                 total += turn.reward
@@ -298,23 +315,20 @@ def _seed_numpy(value: int) -> None:
     numpy.random.seed(value % 2**32)
 
 
-def _default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, (set, tuple)):
-        return list(value)
-    return repr(value)
-
-
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:
-    try:
-        return "".join(json.dumps(row, default=_default, allow_nan=False) + "\n" for row in rows).encode()
-    except ValueError:  # a NaN or infinity somewhere: spell non-finite floats as strings
-        from evopolicygym.envs.jsonsafe import to_jsonable
+    """``trajectory.jsonl`` bytes. Observations and info are JSON-safe already; the policy's raw
+    actions may hold numpy values or anything else, made JSON-safe only when orjson refuses."""
+    import orjson
 
-        return "".join(json.dumps(to_jsonable(row)) + "\n" for row in rows).encode()
+    from evopolicygym.envs.jsonsafe import to_jsonsafe
+
+    lines = []
+    for row in rows:
+        try:
+            lines.append(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY))
+        except TypeError:
+            lines.append(orjson.dumps(to_jsonsafe(row)))
+    return b"\n".join(lines) + b"\n" if lines else b""
 
 
 def _externalize(raw_obs: list[Any], always: bool) -> tuple[bytes | None, str | None]:
@@ -360,7 +374,6 @@ def main() -> int:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(2, 1)
-    signal.signal(signal.SIGALRM, _on_alarm)
     os.environ.pop("PYTHONSTARTUP", None)
     return Worker(FrameReader(in_fd), out_fd).serve()
 

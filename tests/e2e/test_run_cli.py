@@ -1,0 +1,100 @@
+"""Whole runs through the real CLI: judge on loopback, a command agent, worker processes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+AGENT = Path(__file__).parent / "agents" / "scripted_agent.py"
+
+
+def evopolicygym(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evopolicygym.cli", *args], capture_output=True, text=True, timeout=600, **kwargs)
+
+
+def test_command_agent_run_end_to_end(tmp_path):
+    result = evopolicygym("run", "--env", "toy", "--runs", str(tmp_path / "runs"), "--model", "script", "--exp-id", "smoke-001", "--budget", "8", "--agent", "command", "--", sys.executable, str(AGENT))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    root = tmp_path / "runs" / "script" / "toy" / "smoke-001"
+    assert summary["root"] == str(root) and summary["status"] == "completed"
+    record = json.loads((root / "run.json").read_text())
+    assert record["budget"] == {"limit": 8, "used": 8, "n_submits": 4}
+    assert record["outcome"]["best_submit_index"] == 3  # identical policies: ties go to the latest
+    heldout = record["outcome"]["heldout_returns"]
+    assert len(heldout) == 32 and record["outcome"]["final_score"] == pytest.approx(sum(heldout) / 32)
+    assert record["agent"]["reason"] == "done"
+    assert record["versions"]["agents_md_hash"].startswith("sha256:")
+    assert (root / "workspace" / "AGENTS.md").exists()
+    assert [s["first_global_episode"] for s in record["submits"]] == [0, 2, 4, 6]
+    events = [json.loads(line)["event"] for line in (root / "logs" / "harness.log").read_text().splitlines()]
+    assert events.count("submit.finish") == 4 and events[-1] == "run.close"
+    again = evopolicygym("run", "--env", "toy", "--runs", str(tmp_path / "runs"), "--model", "script", "--exp-id", "smoke-001", "--budget", "8", "--agent", "command", "--", sys.executable, str(AGENT))
+    assert again.returncode == 0 and "finished" in again.stderr
+    assert json.loads((root / "run.json").read_text()) == record
+
+
+def test_an_agent_that_quits_early_leaves_an_error_record(tmp_path):
+    result = evopolicygym("run", "--env", "toy", "--root", str(tmp_path / "run"), "--budget", "8", "--limit", "2", "--agent", "command", "--", sys.executable, str(AGENT))
+    assert result.returncode == 1
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["outcome"]["status"] == "error" and "4 of 8 episodes unspent" in record["outcome"]["error"]["message"]
+    assert record["agent"]["reason"] == "turn_limit"
+
+
+def test_no_ok_submit_scores_zero(tmp_path):
+    agent = tmp_path / "broken_agent.py"
+    agent.write_text(AGENT.read_text().replace("class Policy:", "class Broken:"))
+    result = evopolicygym("run", "--env", "toy", "--root", str(tmp_path / "run"), "--budget", "4", "--agent", "command", "--", sys.executable, str(agent))
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert result.returncode == 0
+    assert record["outcome"]["status"] == "no_ok_submit" and record["outcome"]["final_score"] == 0.0
+    errors = (tmp_path / "run" / "workspace" / "feedback" / "submit_000" / "errors.txt").read_text()
+    assert "missing_policy" in errors and "class Policy" in errors
+
+
+def _journal(root: Path) -> list[dict]:
+    path = root / ".judge" / "journal.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_submit_then_resume_gives_exact_budget_and_history(tmp_path):
+    root = tmp_path / "run"
+    command = [sys.executable, "-m", "evopolicygym.cli", "run", "--env", "toy", "--root", str(root), "--budget", "8", "--jobs", "1", "--agent", "command", "--", sys.executable, str(AGENT), "--act-sleep", "1.0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        records = _journal(root)
+        begun = [r for r in records if r["type"] == "submit_begin"]
+        committed = [r for r in records if r["type"] == "submit_commit"]
+        if len(committed) == 2 and len(begun) == 3:
+            break
+        time.sleep(0.05)
+    else:
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail("the run never reached its third submit")
+    time.sleep(0.5)  # inside the third submit: its first episode sleeps for 1 s
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    seen = {p: p.read_bytes() for p in (root / "workspace" / "feedback").rglob("*") if p.is_file()}
+    assert len([p for p in seen if p.name == "summary.json"]) == 2
+    assert _journal(root)[-1]["type"] == "submit_begin"
+
+    resumed = subprocess.run(command[:-2] + ["--act-sleep", "0"], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    record = json.loads((root / "run.json").read_text())
+    assert record["budget"] == {"limit": 8, "used": 8, "n_submits": 4}
+    assert [s["index"] for s in record["submits"]] == [0, 1, 2, 3]
+    assert [s["first_global_episode"] for s in record["submits"]] == [0, 2, 4, 6]
+    for path, data in seen.items():
+        assert path.read_bytes() == data, f"{path} changed after the crash"
+    types = [r["type"] for r in _journal(root)]
+    assert "submit_rollback" in types and types.count("submit_commit") == 4
