@@ -9,7 +9,7 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+configfile: f"{workflow.basedir}/config/config.yaml"
 
 
 validate(config, "workflow/schemas/config.schema.yaml")

@@ -14,8 +14,13 @@ rule check_env:
     message:
         "check-envs: {wildcards.env}"
     shell:
-        "evopolicygym check-envs --env {wildcards.env} --min-level {params.min_level}"
+        "{EVOPOLICYGYM} check-envs --env {wildcards.env} --min-level {params.min_level}"
         " --output {output} > {log} 2>&1 || test -s {output}"
+
+
+# Light: runs where Snakemake runs, not as a cluster job.
+localrules:
+    readiness,
 
 
 rule readiness:

@@ -2,6 +2,8 @@
 # split directories they read, the environments to check, and lookups used by the rules.
 # Kept light: every cluster job re-executes this file.
 
+import shlex
+import sys
 from pathlib import Path
 
 from evopolicygym.protocol import HARNESS_VERSION
@@ -12,13 +14,17 @@ from evopolicygym.suites import (
     merged_data_requests,
 )
 
-SUITES = load_suites([*config["suites"], config["smoke_suite"]])
-SMOKE = load_suite(config["smoke_suite"]).slug
+REPO = Path(workflow.basedir)
+SUITES = load_suites([*config["suites"], config["smoke_suite"]], base=REPO)
+SMOKE = load_suite(REPO / config["smoke_suite"]).slug
 JOB_BY_ROOT = {str(job.root): job for suite in SUITES.values() for job in suite.jobs}
 DATA = merged_data_requests(SUITES)
+# The CLI of the interpreter running Snakemake (also on cluster nodes): works without an
+# activated environment, and is not a param, so moving the environment re-runs nothing.
+EVOPOLICYGYM = f"{shlex.quote(sys.executable)} -m evopolicygym.cli"
 RESULTS = config["results"]
 LOGS = config["logs"]
-ARCHIVE = Path(workflow.basedir) / config["report"]["archive"]
+ARCHIVE = REPO / config["report"]["archive"]
 # Output patterns shared by a rule and the rules that expand them (plain strings: with a
 # default storage provider, rules.<name>.output holds storage objects that expand() rejects).
 CHECK_RESULT = f"{RESULTS}/check-envs/envs/{{env}}.json"

@@ -2,6 +2,11 @@
 # (only for suites with a [data] table; other data directories must already exist).
 
 
+# Light: runs where Snakemake runs, not as a cluster job.
+localrules:
+    data,
+
+
 rule data:
     output:
         train="{data_dir}/train.json",
@@ -21,6 +26,6 @@ rule data:
     message:
         "data: {params.env} splits (seed {params.seed}) -> {wildcards.data_dir}"
     shell:
-        "evopolicygym data make --env {params.env} {params.bulk} --root {wildcards.data_dir}"
+        "{EVOPOLICYGYM} data make --env {params.env} {params.bulk} --root {wildcards.data_dir}"
         " --seed {params.seed} --train-size {params.train} --valid-size {params.valid}"
         " --heldout-size {params.heldout} --force > {log} 2>&1"

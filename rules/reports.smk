@@ -2,6 +2,11 @@
 # rank score), learning curves (PNG) and report.html. Rebuilt only when a run record changed.
 
 
+# Light: runs where Snakemake runs, not as a cluster job.
+localrules:
+    report,
+
+
 rule report:
     input:
         suite_records,

@@ -391,7 +391,7 @@ def run_suite_workflow(
 
     suite = load_suite(suite_path)
     snakefile = workflow_snakefile()
-    path = str(suite.path)
+    path = str(suite.path.resolve())  # the workflow reads suite paths relative to the repo
     config = ConfigSettings(
         configfiles=[snakefile.parent / "config" / "config.yaml"],
         config={"suites": [path], "smoke_suite": path},

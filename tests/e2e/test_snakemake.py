@@ -1,0 +1,157 @@
+"""The real Snakemake workflow: the offline smoke suite end to end (twice: the second call has
+nothing to do, also through `evopolicygym suite`), dry runs of every suite target, the
+Kubernetes profile, and formatting. Every Snakemake call runs in a temporary working directory
+against the repository's Snakefile, so the checkout stays clean."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+EVOPOLICYGYM = [sys.executable, "-m", "evopolicygym.cli"]
+
+
+def snakemake(workdir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*SNAKEMAKE, "--directory", str(workdir), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The "Job stats" table Snakemake prints for a (dry) run: rule -> job count."""
+    table = output.split("Job stats:", 1)[1]
+    return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.MULTILINE)}
+
+
+@pytest.mark.slow
+def test_smoke_suite_runs_reports_and_then_has_nothing_to_do(tmp_path):
+    first = snakemake(tmp_path, "smoke", "--cores", "2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    output = first.stdout + first.stderr
+    for job in ("000_toy_random_r00", "003_gym_cartpole_hillclimb_r00"):
+        assert re.search(rf"run {job}: completed, score -?\d", output), output[-3000:]
+    assert "smoke: 4 runs: 4 completed" in output  # the suite's final table
+
+    results = tmp_path / "results" / "smoke"
+    table = pd.read_parquet(results / "results.parquet")
+    assert sorted(table["job"]) == [
+        "000_toy_random_r00",
+        "001_toy_hillclimb_r00",
+        "002_gym_cartpole_random_r00",
+        "003_gym_cartpole_hillclimb_r00",
+    ]
+    assert set(table["status"]) == {"completed"}
+    assert table["final_score"].notna().all()
+    assert all(len(curve) >= 2 for curve in table["curve_episodes"])  # several submits each
+    leaderboard = (results / "leaderboard.md").read_text()
+    assert "| random |" in leaderboard and "| hillclimb |" in leaderboard
+    page = (results / "report.html").read_text()
+    assert "<h2>Leaderboard</h2>" in page and "data:image/png;base64," in page
+    assert (tmp_path / "runs/smoke/random/toy/000_toy_random_r00/workspace").is_dir()
+    assert (tmp_path / "results/logs/run/smoke").is_dir()
+
+    started = time.perf_counter()
+    second = snakemake(tmp_path, "smoke", "--cores", "2")
+    no_op = time.perf_counter() - started
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "Nothing to be done" in second.stdout + second.stderr
+    print(f"snakemake smoke no-op: {no_op:.1f} s")
+
+    # One engine: the CLI drives the same workflow and sees the same finished jobs.
+    again = subprocess.run(
+        [*EVOPOLICYGYM, "suite", "--config", str(REPO / "config/smoke-suite.toml")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+    # A changed run record rebuilds the report only, never a run.
+    (tmp_path / "runs/smoke/random/toy/000_toy_random_r00/run.json").touch()
+    plan = snakemake(tmp_path, "smoke", "-n")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert job_counts(plan.stdout) == {"report": 1, "smoke": 1, "total": 2}
+
+
+@pytest.mark.slow
+def test_every_suite_target_dry_runs(tmp_path):
+    started = time.perf_counter()
+    plan = snakemake(
+        tmp_path,
+        "-n",
+        "suite_smoke",
+        "suite_smoke8",
+        "suite_main128_codex",
+        "suite_main128_claude",
+        "suite_main128_kimi",
+    )
+    elapsed = time.perf_counter() - started
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    counts = job_counts(plan.stdout)
+    assert counts["run_main128_codex"] == 16
+    assert counts["run_main128_claude"] == 16
+    assert counts["run_main128_kimi"] == 16
+    assert counts["run_smoke8"] == 6
+    assert counts["run_smoke"] == 4
+    assert counts["data"] == 16  # the three main-128 suites share the seed-0 splits
+    assert counts["report"] == 5
+    assert "runs/main-128/codex/codex/gym_acrobot/000_gym_acrobot_codex_r00/run.json" in plan.stdout
+    print(f"dry run of 58 runs in 5 suites: {elapsed:.1f} s")
+
+
+@pytest.mark.slow
+def test_suite_command_plans_through_the_snakemake_api(tmp_path):
+    plan = subprocess.run(
+        [*EVOPOLICYGYM, "suite", "--config", str(REPO / "config/smoke-8-suite.toml"), "--dry-run"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert job_counts(plan.stdout + plan.stderr)["run_smoke8"] == 6
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("snakemake_executor_plugin_kubernetes") is None
+    or importlib.util.find_spec("snakemake_storage_plugin_fs") is None,
+    reason="the Kubernetes profile needs snakemake-executor-plugin-kubernetes and "
+    "snakemake-storage-plugin-fs (uv sync --extra cluster)",
+)
+def test_kubernetes_profile_dry_runs(tmp_path):
+    plan = snakemake(
+        tmp_path,
+        "-n",
+        "suite_main128_codex",
+        "--workflow-profile",
+        str(REPO / "workflow/profiles/kubernetes"),
+    )
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert job_counts(plan.stdout)["run_main128_codex"] == 16
+
+
+def test_workflow_files_are_snakefmt_formatted():
+    check = subprocess.run(
+        [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check.returncode == 0, check.stderr
