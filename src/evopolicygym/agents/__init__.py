@@ -1,0 +1,41 @@
+"""Agent adapters: how a coding agent is started, prompted and driven through one run.
+
+:func:`drive` runs the loop of one session; :func:`make_harness` builds the harness for an
+``[agent]`` section: the persistent JSONL ``command`` adapter, the Codex / Claude Code / Kimi
+Code CLI adapters, or a built-in offline agent (``builtin:random``, ``builtin:hillclimb``).
+"""
+
+from ._claude import ClaudeHarness
+from ._cli import CliHarness, CliOptions, CliSession, TurnOutput
+from ._codex import CodexHarness
+from ._command import AgentCommandError, CommandHarness, CommandSession
+from ._factory import KINDS, builtin_argv, make_harness
+from ._kimi import KimiHarness
+from ._launch import Launch
+from ._loop import drive
+from ._rules import agents_md_sha256, agents_md_text
+from ._session import AgentHarness, AgentSession, Reply, Transcript
+
+__all__ = [
+    "KINDS",
+    "AgentCommandError",
+    "AgentHarness",
+    "AgentSession",
+    "ClaudeHarness",
+    "CliHarness",
+    "CliOptions",
+    "CliSession",
+    "CodexHarness",
+    "CommandHarness",
+    "CommandSession",
+    "KimiHarness",
+    "Launch",
+    "Reply",
+    "Transcript",
+    "TurnOutput",
+    "agents_md_sha256",
+    "agents_md_text",
+    "builtin_argv",
+    "drive",
+    "make_harness",
+]

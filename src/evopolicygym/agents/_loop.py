@@ -1,0 +1,122 @@
+"""The agent loop: one session per run, one continue prompt per turn, retries with backoff."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ._launch import Launch
+from ._session import AgentHarness, AgentSession, Reply, Transcript
+
+Log = Callable[[str, dict], None]
+
+# How often a backoff wait re-checks whether the run finished meanwhile.
+_DONE_POLL_SECONDS = 0.2
+
+
+def drive(
+    harness: AgentHarness,
+    launch: Launch,
+    *,
+    done: Callable[[], bool],
+    limit: int,
+    retries: int = 0,
+    backoff: float = 1.0,
+    log: Log | None = None,
+) -> Transcript:
+    """Run the agent until the run is done, the turn limit is reached or the session stops.
+
+    ``done()`` is checked before starting the session, before and after every turn and while
+    waiting to retry. A failed turn (an exception, or a reply that asks for a retry, see
+    :meth:`Reply.needs_retry`) is retried up to ``retries`` times after sleeping
+    ``backoff * 2**attempt`` seconds, with the recovery prompt. ``log(event, fields)`` receives
+    ``agent.retry`` and ``agent.retry.exhausted``. The session is always closed. Exceptions of
+    ``harness.start`` propagate (the agent could not be launched at all).
+    """
+    if limit < 1:
+        raise ValueError(f"turn limit must be at least 1, got {limit}")
+    emit = log or (lambda event, fields: None)
+    if done():
+        return Transcript(reason="done", turns=0, session=None)
+    session = harness.start(launch)
+    replies: list[Reply] = []
+
+    def finish(reason) -> Transcript:
+        return Transcript(reason=reason, turns=len(replies), session=session.key, replies=replies)
+
+    try:
+        message = launch.initial_prompt()
+        for turn in range(limit):
+            if done():
+                return finish("done")
+            reply, exhausted = _step_with_retries(
+                session,
+                message,
+                launch,
+                turn=turn,
+                done=done,
+                retries=retries,
+                backoff=backoff,
+                log=emit,
+            )
+            if reply is None:
+                return finish("done" if done() else "retry_exhausted")
+            replies.append(reply)
+            if reply.stop:
+                return finish("retry_exhausted" if exhausted else "session_stop")
+            if done():
+                return finish("done")
+            message = launch.continue_prompt()
+        return finish("turn_limit")
+    finally:
+        session.close()
+
+
+def _step_with_retries(
+    session: AgentSession,
+    message: str,
+    launch: Launch,
+    *,
+    turn: int,
+    done: Callable[[], bool],
+    retries: int,
+    backoff: float,
+    log: Log,
+) -> tuple[Reply | None, bool]:
+    """Loop turn ``turn`` with retries. Returns ``(reply, exhausted)``; the reply is None when the run
+    finished while waiting to retry."""
+    attempt = 0
+    while True:
+        try:
+            reply = session.step(message)
+        except Exception as exc:
+            failure = {"error": f"{type(exc).__name__}: {exc}"}
+            if attempt >= retries:
+                log("agent.retry.exhausted", {"attempt": attempt, **failure})
+                data = {**failure, "retry_exhausted": True}
+                return Reply(turn=turn, stop=True, data=data), True
+        else:
+            if not reply.needs_retry():
+                return reply, False
+            failure = {"reply": reply.model_dump()}
+            if attempt >= retries:
+                log("agent.retry.exhausted", {"attempt": attempt, **failure})
+                return reply, True
+        delay = backoff * 2**attempt
+        log("agent.retry", {"attempt": attempt, "delay_seconds": delay, **failure})
+        if _wait_unless_done(delay, done):
+            return None, False
+        attempt += 1
+        message = launch.recovery_prompt()
+
+
+def _wait_unless_done(seconds: float, done: Callable[[], bool]) -> bool:
+    """Sleep ``seconds``; return True as soon as ``done()`` holds (also before sleeping)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if done():
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(left, _DONE_POLL_SECONDS))

@@ -1,0 +1,171 @@
+"""The two built-in agents. They use only what any agent has: the judge URLs in the
+environment, ``GET /info``, files under ``system/`` and ``POST /submit``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import policy_linear
+from ._budget import BudgetView
+from ._client import JudgeClient, SubmitAnswer
+from ._hillclimb import Candidate, HillClimb, HillClimbState
+
+STATE_FILE = "search_state.json"
+MAX_CONSTANT_SEEDS = 8
+
+
+def _system_dir() -> Path:
+    return Path(os.environ.get("EVOPOLICYGYM_SYSTEM", "system"))
+
+
+def _policy_source(module: str) -> str:
+    return resources.files(__package__).joinpath(module).read_text(encoding="utf-8")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _outcome(answer: SubmitAnswer) -> str:
+    summary = answer.summary or {}
+    mean = summary.get("mean_return")
+    mean_text = "n/a" if mean is None else f"{mean:.3f}"
+    return (
+        f"submit {answer.body.get('submit_id')} -> {answer.verdict} (HTTP {answer.status_code}), "
+        f"mean return {mean_text}, remaining budget {summary.get('remaining_budget')}"
+    )
+
+
+def _waiting(budget: BudgetView) -> str | None:
+    if budget.finalized:
+        return "The run is finalized; nothing left to do."
+    if budget.remaining == 0:
+        return "Budget spent; waiting for the judge to finalize the run."
+    if min(budget.maximum, budget.remaining) < budget.minimum:
+        return (
+            f"Remaining budget {budget.remaining} is below the minimum submit size "
+            f"{budget.minimum}; nothing can be submitted."
+        )
+    return None
+
+
+def initial_candidates(
+    action_space: dict[str, Any], n_out: int, n_feat: int, *, seed: int
+) -> list[list[float]]:
+    """Where the search starts: every constant action for a Discrete space of at most
+    ``MAX_CONSTANT_SEEDS`` actions (zero weights, one-hot bias), else one random linear map."""
+    if action_space.get("type") == "Discrete" and n_out <= MAX_CONSTANT_SEEDS:
+        weights = np.zeros(n_out * n_feat)
+        return [np.concatenate([weights, np.eye(n_out)[a]]).tolist() for a in range(n_out)]
+    return [np.random.default_rng(seed).normal(0.0, 1.0, n_out * n_feat + n_out).tolist()]
+
+
+class RandomAgent:
+    """Writes the uniform random policy once, then spends the budget in the largest batches
+    the judge allows: one submit per turn."""
+
+    def __init__(self, client: JudgeClient, system: Path | None = None) -> None:
+        self.client = client
+        self.system = system or _system_dir()
+        self.cursor = 0
+
+    def turn(self) -> str:
+        budget = BudgetView.from_info(self.client.info())
+        waiting = _waiting(budget)
+        if waiting:
+            return waiting
+        self.system.mkdir(parents=True, exist_ok=True)
+        policy = self.system / "policy.py"
+        if not policy.exists():
+            _write_atomic(policy, _policy_source("policy_random.py"))
+        size = budget.batch(budget.remaining)
+        assert size is not None  # _waiting covered the case
+        ids = [(self.cursor + i) % budget.n_instances for i in range(size)]
+        self.cursor = (self.cursor + size) % budget.n_instances
+        return "Random policy: " + _outcome(self.client.submit(ids))
+
+
+class HillClimbAgent:
+    """Writes the linear policy and improves ``system/params.json`` by a (1+1) evolution
+    strategy on the train returns (see :mod:`._hillclimb`). One submit per turn; the search
+    state is kept in ``system/search_state.json`` so a resumed run continues the search."""
+
+    def __init__(self, client: JudgeClient, system: Path | None = None, *, seed: int = 0) -> None:
+        self.client = client
+        self.system = system or _system_dir()
+        self.seed = seed
+        self.search: HillClimb | None = None
+        self.shapes: tuple[int, int] | None = None
+
+    def _start(self, info: dict[str, Any], budget: BudgetView) -> HillClimb:
+        meta = info["env_meta"]
+        features = policy_linear.Features(meta["obs_space"])
+        actions = policy_linear.Actions(meta["action_space"])
+        self.shapes = (actions.size, features.size)
+        n_params = actions.size * features.size + actions.size
+        episode_budget = int(info["episode_budget"])
+        desired = max(1, min(4, episode_budget // 16))
+        batch = budget.batch(desired) or budget.minimum
+        self.system.mkdir(parents=True, exist_ok=True)
+        _write_atomic(self.system / "policy.py", _policy_source("policy_linear.py"))
+        saved = self.system / STATE_FILE
+        if saved.exists():
+            data = json.loads(saved.read_text(encoding="utf-8"))
+            data["parent_returns"] = {int(k): v for k, v in data["parent_returns"].items()}
+            state = HillClimbState(**data)
+            if len(state.parent) == n_params:
+                return HillClimb(state, batch=batch, n_instances=budget.n_instances)
+        seeds = initial_candidates(meta["action_space"], *self.shapes, seed=self.seed)
+        return HillClimb.fresh(seeds, seed=self.seed, batch=batch, n_instances=budget.n_instances)
+
+    def _write_params(self, candidate: Candidate) -> None:
+        assert self.shapes is not None
+        n_out, n_feat = self.shapes
+        flat = np.asarray(candidate.params)
+        params = {
+            "weights": flat[: n_out * n_feat].reshape(n_out, n_feat).round(6).tolist(),
+            "bias": flat[n_out * n_feat :].round(6).tolist(),
+        }
+        _write_atomic(self.system / "params.json", json.dumps(params, indent=1) + "\n")
+
+    def _save_state(self) -> None:
+        assert self.search is not None
+        state = dataclasses.asdict(self.search.state)
+        _write_atomic(self.system / STATE_FILE, json.dumps(state, indent=1) + "\n")
+
+    def turn(self) -> str:
+        info = self.client.info()
+        budget = BudgetView.from_info(info)
+        waiting = _waiting(budget)
+        if waiting:
+            return waiting
+        if self.search is None:
+            self.search = self._start(info, budget)
+        search = self.search
+        final = budget.remaining <= max(search.batch, budget.minimum)
+        size = budget.batch(budget.remaining if final else search.batch)
+        assert size is not None
+        final = final or size == budget.remaining
+        candidate = search.propose(size, final=final)
+        self._write_params(candidate)
+        answer = self.client.submit(candidate.ids)
+        if answer.status_code == 200:
+            summary = answer.summary or {}
+            ok = answer.verdict == "ok" and summary.get("returns") is not None
+            note = search.observe(candidate, summary["returns"] if ok else None)
+        else:
+            note = "rejected by the judge; nothing learned"
+        if candidate.kind == "child" and search.state.parent != candidate.params:
+            # Leave the best parameters in system/ between turns.
+            self._write_params(Candidate("parent", search.state.parent, []))
+        self._save_state()
+        return f"Hill climb: {_outcome(answer)}; {note}"
