@@ -17,13 +17,13 @@ from support import write_policy
 TOY = get_env("toy")
 
 
-def run(tmp_path: Path, source: str, n: int = 3, jobs: int = 1, record: bool = True, **limits):
+def run(tmp_path: Path, source: str, n: int = 3, jobs: int = 1, record: bool = True, sealed: bool = False, **limits):
     write_policy(tmp_path / "ck", source)
     schemas = TOY.describe()
     pool = WorkerPool(TOY.model_dump(), jobs, LimitsSection(**limits), tmp_path / "workers.log")
     try:
         job = WorkerJob(tmp_path / "ck", schemas.obs_space, schemas.action_space, {"env": "toy"})
-        return pool.run(job, [EpisodeTask(i, 100 + i, i) for i in range(n)], record=record, max_steps=1)
+        return pool.run(job, [EpisodeTask(i, 100 + i, i) for i in range(n)], record=record, sealed=sealed, max_steps=1)
     finally:
         pool.close()
 
@@ -220,3 +220,59 @@ def test_episodes_are_dealt_round_robin_and_results_keep_task_order(tmp_path):
     assert [r.index for r in results] == list(range(6))
     pids = [r.stdout.strip() for r in results]
     assert pids[0] == pids[3] and pids[1] == pids[4] and pids[2] == pids[5] and len(set(pids)) == 3
+
+
+TAMPERING_POLICY = """
+    import gc
+
+    from evopolicygym.envs import Turn
+
+
+    class Policy:
+        def __init__(self, *args):
+            for obj in gc.get_objects():
+                if type(obj).__name__ == "ToyWorld":
+                    type(obj).step = lambda world, action: Turn(0, 1000.0, True, False, {})
+
+        def reset(self, i):
+            pass
+
+        def act(self, obs):
+            return 0
+"""
+
+
+def test_sealed_policies_cannot_tamper_with_the_environment(tmp_path):
+    # In a train episode the policy shares the worker with the environment (documented): it can
+    # patch it. In a sealed (hidden-pool) evaluation it is a separate process and cannot.
+    tampered = run(tmp_path / "open", TAMPERING_POLICY, record=False)
+    sealed = run(tmp_path / "sealed", TAMPERING_POLICY, record=False, sealed=True)
+    assert [r.return_ for r in tampered] == [1000.0] * 3
+    assert [r.return_ for r in sealed] == [(100 + i) % 8 + 0.0 for i in range(3)]
+
+
+def test_sealed_evaluation_matches_in_process_results_and_survives_failures(tmp_path):
+    source = """
+        import os, time
+        class Policy:
+            def __init__(self, *args): pass
+            def reset(self, i): self.i = i
+            def act(self, obs):
+                if self.i == 1:
+                    time.sleep(30)
+                if self.i == 2:
+                    raise KeyError("missing")
+                if self.i == 3:
+                    os._exit(1)
+                return 2
+    """
+    results = run(tmp_path, source, n=6, record=False, sealed=True, act_timeout_s=0.5)
+    assert [r.error.category if r.error else None for r in results] == [None, "act_timeout", "act_error", "worker_crash", None, None]
+    assert "KeyError: 'missing'" in results[2].error.message and "system/policy.py" in results[2].error.traceback
+    assert [results[i].return_ for i in (0, 4, 5)] == [(100 + i) % 8 + 2.0 for i in (0, 4, 5)]
+
+
+def test_sealed_init_failures_keep_their_verdict(tmp_path):
+    outcome = run(tmp_path, "raise ImportError('nope')\nclass Policy: pass\n", sealed=True)
+    assert isinstance(outcome, InitFailure) and outcome.verdict == "import_error"
+    assert "ImportError: nope" in outcome.message

@@ -248,7 +248,7 @@ class Judge:
                 if done[0] % step == 0 or done[0] == len(tasks):
                     progress(done[0])
 
-        return self.pool.run(self._job(target, meta), tasks, record=False, max_steps=self.settings.spec.max_episode_steps, on_episode=tick)
+        return self.pool.run(self._job(target, meta), tasks, record=False, sealed=True, max_steps=self.settings.spec.max_episode_steps, on_episode=tick)
 
     def finalize(self, progress: Callable[[str], None] = lambda _line: None) -> Selection:
         """Validate every ok checkpoint not yet validated (results are journaled, so this resumes),

@@ -96,10 +96,11 @@ class _Worker:
         self.limits = limits
         self.send({"op": "prepare", "env_spec": env_spec, "limits": limits.model_dump()})
 
-    def start(self, job: WorkerJob) -> None:
+    def start(self, job: WorkerJob, sealed: bool) -> None:
         self.send(
             {
                 "op": "init",
+                "sealed": sealed,
                 "checkpoint": str(job.checkpoint),
                 "scratch": str(self.scratch),
                 "obs_space": job.obs_space,
@@ -206,17 +207,20 @@ class WorkerPool:
         record: bool,
         obs_external: bool = False,
         max_steps: int,
+        sealed: bool = False,
         on_episode: Callable[[EpisodeResult], None] | None = None,
     ) -> list[EpisodeResult] | InitFailure:
         """Run ``tasks``; results come back in task order, or an :class:`InitFailure` when the
-        policy cannot start. ``on_episode`` is called (from lane threads) as episodes finish."""
+        policy cannot start. ``sealed`` runs the policy in its own process, apart from the
+        environment (hidden pools); ``on_episode`` is called (from lane threads) as episodes
+        finish."""
         lanes = [tasks[i :: self.jobs] for i in range(min(self.jobs, len(tasks)))]
         results: dict[int, EpisodeResult] = {}
         failures: dict[int, InitFailure] = {}
         lock = threading.Lock()
 
         def lane(number: int, lane_tasks: list[EpisodeTask]) -> None:
-            for result in self._run_lane(job, lane_tasks, record, obs_external, max_steps, failures, number):
+            for result in self._run_lane(job, lane_tasks, record, obs_external, max_steps, sealed, failures, number):
                 with lock:
                     results[result.index] = result
                 if on_episode:
@@ -232,13 +236,13 @@ class WorkerPool:
             return failures[min(failures)]
         return [results[task.index] for task in tasks]
 
-    def _run_lane(self, job, tasks, record, obs_external, max_steps, failures, number):
+    def _run_lane(self, job, tasks, record, obs_external, max_steps, sealed, failures, number):
         pending = list(tasks)
         started_once = False
         while pending:
             worker = self._take()
             try:
-                worker.start(job)
+                worker.start(job, sealed)
                 failure = self._await_ready(worker)
                 if failure is not None:
                     if not started_once:

@@ -12,6 +12,10 @@ worker's stderr log). Protocol:
    (its cwd, so runtime files and simulator logs never touch the run), imports ``policy.py`` and
    constructs ``Policy``. Reply ``ready`` or ``init_failed`` {verdict, message, traceback}.
    The judge owns the scratch directory and removes it after the worker exits.
+   With ``sealed`` (hidden validation and held-out pools) the policy is loaded in a child forked
+   after the environment is built: the child answers ``reset``/``act`` requests over a socket
+   and never holds a seed, a reward or the environment, so it can neither read hidden cases nor
+   tamper with scores; this process enforces its time limits and kills it when one is missed.
 2. judge -> ``episode`` {index, seed, episode_index, max_steps, record}; reply ``episode``
    {index, return, length, error, stdout, stderr, obs_format} with blobs
    [trajectory.jsonl bytes, observations bytes] when ``record``.
@@ -31,13 +35,14 @@ import os
 import random
 import shutil
 import signal
+import socket
 import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from evopolicygym.sandbox import FrameReader, apply_rlimits, write_frame
+from evopolicygym.sandbox import FrameError, FrameReader, FrameTimeout, apply_rlimits, write_frame
 
 EXTERNALIZE_BYTES = 4096
 
@@ -101,15 +106,91 @@ class CappedWriter(io.TextIOBase):
         return text
 
 
+class PolicyFailure(Exception):
+    """A policy call failed in a sealed policy process (error text comes from that process) or
+    the process went away. ``category`` is an episode error kind."""
+
+    def __init__(self, category: str, message: str, traceback_text: str | None = None):
+        super().__init__(message)
+        self.category = category
+        self.message = message
+        self.traceback_text = traceback_text
+
+
+class LocalPolicy:
+    """The policy object in this process (train episodes: fast, with captured output)."""
+
+    def __init__(self, policy: Any, watchdog: Watchdog):
+        self.policy = policy
+        self.watchdog = watchdog
+
+    def reset(self, episode_index: int, limit: float) -> None:
+        random.seed(episode_index)
+        _seed_numpy(episode_index)
+        self.watchdog.call(limit, self.policy.reset, episode_index)
+
+    def act(self, obs: Any, limit: float) -> Any:
+        return self.watchdog.call(limit, self.policy.act, obs)
+
+
+class SealedPolicy:
+    """The policy in a forked child process (hidden evaluations). The child gets no seed, no
+    reward and no handle on the environment; this side enforces time limits on every call and
+    kills the child when one is missed."""
+
+    def __init__(self, pid: int, sock: socket.socket):
+        self.pid = pid
+        self.sock = sock
+        self.reader = FrameReader(sock.fileno())
+        self.alive = True
+
+    def _call(self, request: dict[str, Any], limit: float) -> dict[str, Any]:
+        try:
+            write_frame(self.sock.fileno(), request)
+            reply, _ = self.reader.read(time.monotonic() + max(limit, 0.0))
+        except FrameTimeout:
+            self.kill()
+            raise PolicyTimeout("time limit reached") from None
+        except (FrameError, OSError):
+            raise PolicyFailure(*self._death()) from None
+        if reply.get("op") == "error":
+            raise PolicyFailure(str(reply.get("category")), str(reply.get("message")), reply.get("traceback"))
+        return reply
+
+    def reset(self, episode_index: int, limit: float) -> None:
+        self._call({"op": "reset", "episode_index": episode_index}, limit)
+
+    def act(self, obs: Any, limit: float) -> Any:
+        return self._call({"op": "act", "obs": obs}, limit).get("action")
+
+    def _death(self) -> tuple[str, str]:
+        self.alive = False
+        _, status = os.waitpid(self.pid, 0)
+        if os.WIFSIGNALED(status):
+            sig = signal.Signals(os.WTERMSIG(status))
+            category = {signal.SIGXCPU: "cpu_limit", signal.SIGKILL: "oom"}.get(sig, "worker_crash")
+            return category, f"policy process was killed by {sig.name} ({category})"
+        return "worker_crash", f"policy process exited with status {os.WEXITSTATUS(status)}"
+
+    def kill(self) -> None:
+        if self.alive:
+            self.alive = False
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        self.sock.close()
+
+
 class Worker:
     def __init__(self, reader: FrameReader, out_fd: int):
         self.watchdog = Watchdog()
         self.reader = reader
         self.out_fd = out_fd
-        self.policy: Any = None
+        self.policy: LocalPolicy | SealedPolicy | None = None
         self.world: Any = None
         self.scratch: Path | None = None
         self.pending_output = ("", "")
+        self.init_message: dict[str, Any] = {}
+        self.limits: dict[str, Any] = {}
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -138,7 +219,7 @@ class Worker:
     def send(self, header: dict[str, Any], blobs: list[bytes] | None = None) -> None:
         write_frame(self.out_fd, header, blobs)
 
-    # -- init ----------------------------------------------------------------------------------
+    # -- start-up ------------------------------------------------------------------------------
 
     def prepare(self, message: dict[str, Any]) -> str | None:
         """Build the environment; returns an error text when that fails."""
@@ -152,14 +233,28 @@ class Worker:
             return f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
         return None
 
-    def init(self, message: dict[str, Any], limits: dict[str, Any], env_problem: str | None) -> bool:
+    def init(self, message: dict[str, Any], env_problem: str | None) -> bool:
         if env_problem is not None:
             self.send({"op": "init_failed", "verdict": "env_error", "message": env_problem.splitlines()[0], "traceback": env_problem})
             return False
-        apply_rlimits(limits)
+        self.init_message = message
         self.scratch = Path(message["scratch"]) / "system"
-        shutil.copytree(message["checkpoint"], self.scratch, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(message["checkpoint"], self.scratch, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
         os.chdir(self.scratch)
+        if message.get("sealed"):
+            failure = self._fork_policy()
+        else:
+            apply_rlimits(self.limits)
+            failure, policy = self._load_policy()
+            if policy is not None:
+                self.policy = LocalPolicy(policy, self.watchdog)
+        self.send(failure or {"op": "ready"})
+        return failure is None
+
+    def _load_policy(self) -> tuple[dict[str, Any] | None, Any]:
+        """Import ``policy.py`` and construct ``Policy`` in this process, within the init time
+        limit. Returns ``(failure header or None, policy or None)``."""
+        message, limits = self.init_message, self.limits
         sys.path.insert(0, str(self.scratch))
         out, err = self._capture(limits["output_bytes"])
         phase = "import_error"
@@ -173,70 +268,117 @@ class Worker:
             policy_class = getattr(module, "Policy", None)
             if policy_class is None:
                 raise AttributeError("policy.py defines no class Policy")
-            self.policy = self.watchdog.call(
-                deadline - time.monotonic(),
-                policy_class,
-                message["obs_space"],
-                message["action_space"],
-                message["env_meta"],
-            )
+            policy = self.watchdog.call(deadline - time.monotonic(), policy_class, message["obs_space"], message["action_space"], message["env_meta"])
         except PolicyTimeout as exc:
-            return self._init_failed("init_timeout", exc, out, err, limits)
+            return self._init_failure("init_timeout", exc, out, err), None
         except MemoryError as exc:
-            return self._init_failed("oom", exc, out, err, limits)
+            return self._init_failure("oom", exc, out, err), None
         except BaseException as exc:
-            return self._init_failed(phase, exc, out, err, limits)
+            return self._init_failure(phase, exc, out, err), None
         finally:
             self._release()
         self.pending_output = (out.value(), err.value())
-        self.send({"op": "ready"})
-        return True
+        return None, policy
 
-    def _init_failed(self, verdict, exc, out, err, limits) -> bool:
-        self._release()
+    def _init_failure(self, verdict: str, exc: BaseException, out: CappedWriter, err: CappedWriter) -> dict[str, Any]:
         message = f"{type(exc).__name__}: {exc}"
         if verdict == "init_timeout":
-            message = f"import + Policy() took longer than {limits['init_timeout_s']} s"
-        self.send(
-            {
-                "op": "init_failed",
-                "verdict": verdict,
-                "message": message,
-                "traceback": self._relative_traceback(exc),
-                "stdout": out.value(),
-                "stderr": err.value(),
-            }
-        )
-        return False
+            message = f"import + Policy() took longer than {self.limits['init_timeout_s']} s"
+        return {"op": "init_failed", "verdict": verdict, "message": message, "traceback": self._relative_traceback(exc), "stdout": out.value(), "stderr": err.value()}
+
+    def _fork_policy(self) -> dict[str, Any] | None:
+        """Start a sealed policy process (fork: the environment is built, no seed given yet)."""
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the policy process: never returns
+            ours.close()
+            self._serve_sealed(theirs)
+        theirs.close()
+        sealed = SealedPolicy(pid, ours)
+        try:
+            reply, _ = sealed.reader.read(time.monotonic() + self.limits["init_timeout_s"] + 5)
+        except FrameTimeout:
+            sealed.kill()
+            return {"op": "init_failed", "verdict": "init_timeout", "message": f"import + Policy() took longer than {self.limits['init_timeout_s']} s"}
+        except (FrameError, OSError):
+            category, text = sealed._death()
+            return {"op": "init_failed", "verdict": "oom" if category == "oom" else "worker_crash", "message": text}
+        if reply.get("op") != "ready":
+            sealed.kill()
+            return reply
+        self.policy = sealed
+        return None
+
+    def _serve_sealed(self, sock: socket.socket) -> None:
+        """Body of a sealed policy process: load the policy, then answer reset/act requests."""
+        status = 0
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # the parent enforces every time limit
+            os.close(self.reader.fd)
+            os.close(self.out_fd)
+            self.world = None
+            apply_rlimits(self.limits)
+            failure, policy = self._load_policy()
+            write_frame(sock.fileno(), failure or {"op": "ready"})
+            if failure is None:
+                self._answer(sock, policy)
+        except BaseException:
+            status = 1
+        finally:
+            os._exit(status)
+
+    def _answer(self, sock: socket.socket, policy: Any) -> None:
+        from evopolicygym.envs.jsonsafe import to_jsonsafe
+
+        reader = FrameReader(sock.fileno())
+        sys.stdout = sys.stderr = CappedWriter(0)  # nobody reads hidden-evaluation output
+        while True:
+            try:
+                request, _ = reader.read()
+            except FrameError:
+                return
+            phase = "reset_error" if request.get("op") == "reset" else "act_error"
+            try:
+                if request.get("op") == "reset":
+                    LocalPolicy(policy, self.watchdog).reset(request["episode_index"], math.inf)
+                    reply: dict[str, Any] = {"op": "ok"}
+                else:
+                    reply = {"op": "action", "action": to_jsonsafe(policy.act(request["obs"]))}
+            except BaseException as exc:
+                category = "oom" if isinstance(exc, MemoryError) else phase
+                reply = {"op": "error", "category": category, "message": f"{type(exc).__name__}: {exc}", "traceback": self._relative_traceback(exc)}
+            write_frame(sock.fileno(), reply)
 
     # -- episodes ------------------------------------------------------------------------------
 
-    def episode(self, message: dict[str, Any], limits: dict[str, Any]) -> None:
+    def episode(self, message: dict[str, Any]) -> None:
         index, record = message["index"], message["record"]
+        limits = self.limits
         act_limit, wall_limit = limits["act_timeout_s"], limits["rollout_wall_s"]
-        world, policy = self.world, self.policy
+        world = self.world
         rows: list[dict[str, Any]] = []
         raw_obs: list[Any] = []
         total, step, error = 0.0, 0, None
         out, err = self._capture(limits["output_bytes"])
         init_out, init_err = self.pending_output
-        if init_out:
-            out.write(init_out)
-        if init_err:
-            err.write(init_err)
+        out.write(init_out)
+        err.write(init_err)
         self.pending_output = ("", "")
         deadline = time.monotonic() + wall_limit
         phase = "reset_error"
         try:
-            random.seed(message["episode_index"])
-            _seed_numpy(message["episode_index"])
-            self.watchdog.call(min(act_limit, wall_limit), policy.reset, message["episode_index"])
+            if isinstance(self.policy, SealedPolicy) and not self.policy.alive:
+                failure = self._fork_policy()  # the last one was killed: a fresh policy process
+                if failure is not None:
+                    raise PolicyFailure("worker_crash", f"policy could not restart: {failure.get('message')}")
+            policy = self.policy
+            policy.reset(message["episode_index"], min(act_limit, wall_limit))
             phase = "env_error"
             obs = world.reset(message["seed"] % 2**32)
             for step in range(message["max_steps"]):
                 visible = world.observe(obs)
                 phase = "act_error"
-                action = self.watchdog.call(min(act_limit, deadline - time.monotonic()), policy.act, visible)
+                action = policy.act(visible, min(act_limit, deadline - time.monotonic()))
                 phase = "env_error"
                 turn = world.step(action)
                 total += turn.reward
@@ -251,6 +393,8 @@ class Worker:
             kind = "episode_timeout" if time.monotonic() >= deadline - 1e-3 else "act_timeout"
             limit = wall_limit if kind == "episode_timeout" else act_limit
             error = self._error(kind, f"{phase.split('_')[0]}() exceeded the {limit} s {kind.replace('_', ' ')} limit", exc, step)
+        except PolicyFailure as exc:
+            error = {"category": exc.category, "message": exc.message, "traceback": exc.traceback_text, "step_index": step}
         except MemoryError as exc:
             error = self._error("oom", f"MemoryError: {exc}", exc, step)
         except OSError as exc:
@@ -292,13 +436,13 @@ class Worker:
 
     def serve(self) -> int:
         prepare, _ = self.reader.read()
-        limits = prepare["limits"]
+        self.limits = prepare["limits"]
         env_problem = self.prepare(prepare)
         try:
             header, _ = self.reader.read()
         except Exception:
             return 0  # a warm worker that was never used
-        if header.get("op") != "init" or not self.init(header, limits, env_problem):
+        if header.get("op") != "init" or not self.init(header, env_problem):
             return 0
         while True:
             try:
@@ -306,7 +450,7 @@ class Worker:
             except Exception:
                 return 0  # judge closed the pipe: we are done
             if message.get("op") == "episode":
-                self.episode(message, limits)
+                self.episode(message)
 
 
 def _seed_numpy(value: int) -> None:
