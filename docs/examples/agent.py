@@ -2,8 +2,8 @@
 
 It speaks the JSONL command protocol on stdin/stdout and the judge's HTTP API, using only what
 docs/protocol/ describes. Strategy (for Discrete action spaces): try every constant action as a
-policy, one submit each, then spend the rest of the budget on the best one. Each turn does one
-submit and replies with what it did. Run it through the judge, e.g.
+policy on the same train cases, one submit each, then spend the rest of the budget on the best
+one. Each turn does one submit and replies with what it did. Run it through the judge, e.g.
 
     evopolicygym run --config docs/examples/toy-command.toml -- python "$PWD/docs/examples/agent.py"
 """
@@ -48,12 +48,6 @@ def call(path: str, body: dict | None = None) -> dict:
 class ConstantActionSearch:
     def __init__(self) -> None:
         self.scores: dict[int, float] = {}
-        self.next_case = 0
-
-    def cases(self, count: int, n_cases: int) -> str:
-        first = self.next_case
-        self.next_case = (first + count) % n_cases
-        return ",".join(str((first + i) % n_cases) for i in range(count))
 
     def turn(self) -> str:
         info = call("/info")
@@ -67,14 +61,18 @@ class ConstantActionSearch:
         untried = [a for a in actions if a not in self.scores]
         remaining = state["remaining_budget"]
         upper = min(info["max_episodes_per_submit"], remaining)
+        n_cases = meta["n_env_instances"]
         if untried:
+            # Every candidate plays the same cases, so their returns are directly comparable.
             share = remaining // (len(untried) + 1)
-            count = max(info["min_episodes_per_submit"], min(upper, share))
-            action = untried[0]
+            count = max(info["min_episodes_per_submit"], min(upper, share, n_cases))
+            action, first = untried[0], 0
         else:
             count, action = upper, max(self.scores, key=self.scores.get)
+            first = state["n_submits"]  # fresh cases for the final batch
         (SYSTEM / "policy.py").write_text(POLICY_TEMPLATE.format(action=action))
-        answer = call("/submit", {"env_instances": self.cases(count, meta["n_env_instances"])})
+        ids = [(first + i) % n_cases for i in range(count)]
+        answer = call("/submit", {"env_instances": ids})
         if "summary" not in answer:
             return f"submit refused: {answer['error']['message']}"
         # The answer's summary is also on disk, in the feedback directory of this submit.

@@ -42,6 +42,7 @@ def test_example_config_is_valid_and_names_a_known_environment(path):
     assert "uv run evopolicygym run --config docs/examples/" + path.name in path.read_text()
 
 
+@pytest.mark.slow
 def test_toy_command_agent_finds_the_best_constant_action(tmp_path):
     agent = EXAMPLES / "agent.py"
     record = run_example("toy-command.toml", tmp_path / "run", "--", sys.executable, str(agent))

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from evopolicygym.protocol import RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,6 +31,7 @@ for line in sys.stdin:
 """
 
 
+@pytest.mark.slow
 def test_minimal_client_snippet_submits_against_a_real_judge(tmp_path):
     doc = (REPO / "docs" / "protocol" / "http-api.md").read_text()
     snippet = re.search(r"## A minimal client\n\n```python\n(.*?)```", doc, re.S).group(1)
