@@ -140,7 +140,15 @@ def snakemake_targets() -> set[str]:
 
 def check_snakemake(args: list[str]) -> None:
     targets = [a for a in args if not a.startswith("-")]
-    for option in ("--workflow-profile", "--profile", "--cores", "--configfile"):
+    valued = (
+        "--workflow-profile",
+        "--profile",
+        "--cores",
+        "--jobs",
+        "--configfile",
+        "--container-image",
+    )
+    for option in valued:
         if option in args:
             value = args[args.index(option) + 1]
             targets.remove(value) if value in targets else None
