@@ -116,7 +116,7 @@ def test_unknown_and_unbuildable_envs_are_failed_rows_with_the_error():
     broken = _cartpole(imports=["evopolicygym_missing_plugin"], extra="core")
     result = check_spec(broken, up_to="L1")
     failure = next(c for c in result.checks if not c.ok)
-    assert failure.name == "builds" and "uv sync --extra core" in failure.message
+    assert failure.name == "builds" and "uv sync --inexact --extra core" in failure.message
 
 
 def test_select_targets_by_level_and_discover():

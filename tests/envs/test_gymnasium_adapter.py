@@ -125,7 +125,7 @@ def test_vector_rewards_are_summed_and_info_is_json_safe():
 
 def test_missing_plugin_raises_missing_extra_error_naming_the_extra():
     spec = _spec("Nope-v0", imports=["evopolicygym_no_such_plugin"], extra="web")
-    with pytest.raises(MissingExtraError, match=r"uv sync --extra web") as caught:
+    with pytest.raises(MissingExtraError, match=r"uv sync --inexact --extra web") as caught:
         spec.make_world()
     assert "evopolicygym_no_such_plugin" in str(caught.value)
     assert caught.value.extra == "web"
@@ -157,3 +157,13 @@ def test_bipedal_is_deterministic_across_episodes_thanks_to_recreation():
     base = _episode(reused, 11, limit=120)
     _episode(reused, 12, limit=120)
     assert _episode(reused, 11, limit=120) != base
+
+
+def test_atari_envspec_names_its_extra_when_ale_py_is_missing():
+    try:
+        import ale_py  # noqa: F401
+    except ImportError:
+        with pytest.raises(MissingExtraError, match=r"--extra atari"):
+            get_env("gym/pong").make_world()
+    else:
+        pytest.skip("ale-py is installed here")

@@ -93,7 +93,8 @@ class MissingExtraError(RuntimeError):
     """An environment needs an optional dependency that is not installed."""
 
     def __init__(self, env_id: str, extra: str, cause: BaseException):
-        hint = f"uv sync --extra {extra}" if extra else "uv sync"
+        # --inexact keeps the packages of the extras already installed.
+        hint = f"uv sync --inexact --extra {extra}" if extra else "uv sync --inexact"
         super().__init__(
             f"environment {env_id!r} needs the '{extra or 'base'}' dependencies, which are not "
             f"installed ({type(cause).__name__}: {cause}). Install them with: {hint}"
