@@ -67,15 +67,36 @@ def judge_submit(env_id: str, episodes: int, workdir: Path) -> float:
     paths = RunPaths(workdir / "run")
     paths.create()
     (paths.system / "policy.py").write_text(POLICIES[env_id])
-    settings = JudgeSettings(spec=spec, schemas=spec.describe(), splits=generate_splits(0, episodes, 1, 1), budget=episodes, minimum=1, maximum=episodes, limits=LimitsSection(), jobs=1)
-    ledger = Ledger.open(paths.private / "journal.jsonl", episodes, checkpoints=paths.checkpoints, feedback=paths.feedback)
-    judge = Judge(settings, paths.judge_paths(), ledger, EventLog(paths.logs / "harness.log", lambda line: None, "bench"))
+    settings = JudgeSettings(
+        spec=spec,
+        schemas=spec.describe(),
+        splits=generate_splits(0, episodes, 1, 1),
+        budget=episodes,
+        minimum=1,
+        maximum=episodes,
+        limits=LimitsSection(),
+        jobs=1,
+    )
+    ledger = Ledger.open(
+        paths.private / "journal.jsonl",
+        episodes,
+        checkpoints=paths.checkpoints,
+        feedback=paths.feedback,
+    )
+    judge = Judge(
+        settings,
+        paths.judge_paths(),
+        ledger,
+        EventLog(paths.logs / "harness.log", lambda line: None, "bench"),
+    )
     judge.pool.prewarm()
     time.sleep(5)  # let the warm worker finish importing, as it does while an agent thinks
     try:
         with JudgeServer(judge) as server:
             body = json.dumps({"env_instances": f"0-{episodes - 1}"}).encode()
-            request = urllib.request.Request(server.url + "/submit", data=body, headers={"Content-Type": "application/json"})
+            request = urllib.request.Request(
+                server.url + "/submit", data=body, headers={"Content-Type": "application/json"}
+            )
             started = time.perf_counter()
             with urllib.request.urlopen(request, timeout=3600) as response:
                 summary = json.load(response)["summary"]
@@ -97,7 +118,10 @@ def finalize_rate(env_id: str, episodes: int, workers: int, workdir: Path) -> fl
     time.sleep(5)
     try:
         job = WorkerJob(checkpoint, schemas.obs_space, schemas.action_space, {"env": env_id})
-        tasks = [EpisodeTask(i, seed, i) for i, seed in enumerate(generate_splits(1, episodes, 1, 1).train)]
+        tasks = [
+            EpisodeTask(i, seed, i)
+            for i, seed in enumerate(generate_splits(1, episodes, 1, 1).train)
+        ]
         started = time.perf_counter()
         results = pool.run(job, tasks, record=False, max_steps=spec.max_episode_steps)
         elapsed = time.perf_counter() - started
@@ -108,10 +132,23 @@ def finalize_rate(env_id: str, episodes: int, workers: int, workdir: Path) -> fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", action="append", help="env ids (default: gym/cartpole, and gym/halfcheetah5 if MuJoCo is installed)")
-    parser.add_argument("--episodes", type=int, default=0, help="episodes per measurement (default: 200 CartPole, 20 HalfCheetah)")
-    parser.add_argument("--workers", type=int, default=2, help="workers for the finalize scaling measurement")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        help="env ids (default: gym/cartpole, and gym/halfcheetah5 if MuJoCo is installed)",
+    )
+    parser.add_argument(
+        "--episodes",
+        type=int,
+        default=0,
+        help="episodes per measurement (default: 200 CartPole, 20 HalfCheetah)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=2, help="workers for the finalize scaling measurement"
+    )
     args = parser.parse_args()
     envs = args.env or ["gym/cartpole"]
     if not args.env:
@@ -135,7 +172,9 @@ def main() -> None:
         print(f"  plain loop            {plain:9.2f} episodes/s")
         print(f"  judge, 1 worker       {judged:9.2f} episodes/s   ratio {judged / plain:.2f}")
         print(f"  finalize, 1 worker    {one:9.2f} episodes/s   ratio {one / plain:.2f}")
-        print(f"  finalize, {args.workers} workers   {many:9.2f} episodes/s   scaling {many / one:.2f}x")
+        print(
+            f"  finalize, {args.workers} workers   {many:9.2f} episodes/s   scaling {many / one:.2f}x"
+        )
 
 
 if __name__ == "__main__":

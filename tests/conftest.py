@@ -17,6 +17,7 @@ from evopolicygym.judge import Judge, JudgeServer, JudgeSettings, Ledger
 from evopolicygym.protocol import LimitsSection
 from evopolicygym.runs import EventLog, RunPaths
 
+
 @dataclass
 class Response:
     status: int
@@ -31,7 +32,15 @@ class LiveJudge:
     paths: RunPaths
     url: str
 
-    def request(self, method: str, path: str, body: object = None, *, content_type: str = "application/json", raw: bytes | None = None) -> Response:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        *,
+        content_type: str = "application/json",
+        raw: bytes | None = None,
+    ) -> Response:
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
         headers = {"Content-Type": content_type} if data is not None else {}
         request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
@@ -71,8 +80,19 @@ def live_judge(tmp_path: Path, request) -> Iterator[LiveJudge]:
         limits=LimitsSection(**options["limits"]),
         jobs=options["jobs"],
     )
-    ledger = Ledger.open(paths.private / "journal.jsonl", budget, checkpoints=paths.checkpoints, feedback=paths.feedback)
-    judge = Judge(settings, paths.judge_paths(), ledger, EventLog(paths.logs / "harness.log", lambda line: None, "test"), paths.logs / "workers.log")
+    ledger = Ledger.open(
+        paths.private / "journal.jsonl",
+        budget,
+        checkpoints=paths.checkpoints,
+        feedback=paths.feedback,
+    )
+    judge = Judge(
+        settings,
+        paths.judge_paths(),
+        ledger,
+        EventLog(paths.logs / "harness.log", lambda line: None, "test"),
+        paths.logs / "workers.log",
+    )
     try:
         with JudgeServer(judge) as server:
             yield LiveJudge(judge, paths, server.url)

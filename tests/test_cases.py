@@ -8,7 +8,11 @@ from evopolicygym.cases import SplitError, draw_seeds, generate_splits, load_spl
 def test_seed_zero_matches_the_published_splits():
     splits = generate_splits(0, 1024, 64, 256)
     # first train, validation and held-out seeds of the reference data/main-128 files
-    assert (splits.train[0], splits.valid[0], splits.heldout[0]) == (1654615998, 1106378843, 47113601)
+    assert (splits.train[0], splits.valid[0], splits.heldout[0]) == (
+        1654615998,
+        1106378843,
+        47113601,
+    )
     assert len(set(splits.train + splits.valid + splits.heldout)) == 1344
 
 
@@ -18,17 +22,23 @@ def test_draws_are_distinct_and_reproducible():
 
 
 def test_make_writes_sorted_documents_and_refuses_to_overwrite(tmp_path):
-    splits = make_splits("gym/cartpole", tmp_path, seed=3, train_size=5, valid_size=2, heldout_size=4)
+    splits = make_splits(
+        "gym/cartpole", tmp_path, seed=3, train_size=5, valid_size=2, heldout_size=4
+    )
     document = json.loads((tmp_path / "valid.json").read_text())
     assert document["env"] == "gym/cartpole"
     assert document["split"] == "valid"
     assert document["ref"] == "gym/cartpole/validation"
     assert document["generator"] == {"kind": "seed", "seed": 3, "size": 2}
-    assert [c["seed"] for c in document["cases"]] == splits.valid == generate_splits(3, 5, 2, 4).valid
+    assert (
+        [c["seed"] for c in document["cases"]] == splits.valid == generate_splits(3, 5, 2, 4).valid
+    )
     assert set(splits.hashes) == {"data_train_hash", "data_valid_hash", "data_heldout_hash"}
     with pytest.raises(SplitError, match="--force"):
         make_splits("gym/cartpole", tmp_path, seed=3, train_size=5, valid_size=2, heldout_size=4)
-    make_splits("gym/cartpole", tmp_path, seed=4, train_size=5, valid_size=2, heldout_size=4, force=True)
+    make_splits(
+        "gym/cartpole", tmp_path, seed=4, train_size=5, valid_size=2, heldout_size=4, force=True
+    )
 
 
 def test_load_rejects_overlap_wrong_env_and_bad_rows(tmp_path):

@@ -39,7 +39,10 @@ class CaseSplits(BaseModel):
 
     def trimmed(self, valid_size: int | None, heldout_size: int | None) -> CaseSplits:
         """Keep the first ``valid_size`` / ``heldout_size`` hidden cases; refuses to grow a pool."""
-        for name, size, pool in (("valid", valid_size, self.valid), ("heldout", heldout_size, self.heldout)):
+        for name, size, pool in (
+            ("valid", valid_size, self.valid),
+            ("heldout", heldout_size, self.heldout),
+        ):
             if size is not None and size > len(pool):
                 raise SplitError(f"{name} size {size} exceeds the {len(pool)} cases available")
         return self.model_copy(

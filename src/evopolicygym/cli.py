@@ -35,7 +35,10 @@ def _load_config_file(path: Path) -> dict[str, Any]:
     data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     if "run" not in data:  # flat file: run keys at top level
         sections = {"agent", "server", "limits"}
-        data = {"run": {k: v for k, v in data.items() if k not in sections}, **{k: v for k, v in data.items() if k in sections}}
+        data = {
+            "run": {k: v for k, v in data.items() if k not in sections},
+            **{k: v for k, v in data.items() if k in sections},
+        }
     return data
 
 
@@ -49,11 +52,26 @@ def _run_config(args: argparse.Namespace):
         from evopolicygym.suites import load_suite
 
         if not args.job:
-            raise SystemExit("--suite needs --job NAME (see `evopolicygym suite --config FILE --list`)")
+            raise SystemExit(
+                "--suite needs --job NAME (see `evopolicygym suite --config FILE --list`)"
+            )
         return load_suite(Path(args.suite)).job(args.job).config
     data: dict[str, Any] = _load_config_file(Path(args.config)) if args.config else {"run": {}}
     run, agent = data.setdefault("run", {}), data.setdefault("agent", {})
-    for flag, key in (("env", "env"), ("root", "root"), ("runs", "runs"), ("data", "data"), ("model", "model"), ("exp_id", "exp_id"), ("budget", "budget"), ("minimum", "minimum"), ("maximum", "maximum"), ("valid_size", "valid_size"), ("final_size", "final_size"), ("jobs", "jobs")):
+    for flag, key in (
+        ("env", "env"),
+        ("root", "root"),
+        ("runs", "runs"),
+        ("data", "data"),
+        ("model", "model"),
+        ("exp_id", "exp_id"),
+        ("budget", "budget"),
+        ("minimum", "minimum"),
+        ("maximum", "maximum"),
+        ("valid_size", "valid_size"),
+        ("final_size", "final_size"),
+        ("jobs", "jobs"),
+    ):
         value = getattr(args, flag)
         if value is not None:
             run[key] = value
@@ -61,7 +79,14 @@ def _run_config(args: argparse.Namespace):
         run["bulk"] = True
     if args.agent is not None:
         agent["kind"] = args.agent
-    for flag, key in (("agent_name", "name"), ("limit", "limit"), ("retries", "retries"), ("retry_backoff", "retry_backoff")):
+    if "model" not in run and agent.get("kind", "").startswith("builtin:"):
+        run["model"] = agent["kind"].removeprefix("builtin:")  # runs/<agent>/<env>/... by default
+    for flag, key in (
+        ("agent_name", "name"),
+        ("limit", "limit"),
+        ("retries", "retries"),
+        ("retry_backoff", "retry_backoff"),
+    ):
         value = getattr(args, flag)
         if value is not None:
             agent[key] = value
@@ -72,7 +97,9 @@ def _run_config(args: argparse.Namespace):
         else:  # codex/claude/kimi: first token is the binary, the rest pass through
             agent["binary"], agent["args"] = argv[0], argv[1:]
     if agent.get("kind", "command") == "command" and not agent.get("argv"):
-        raise SystemExit("the command agent needs its argv after `--`, e.g. `-- python agent.py` (or use --agent builtin:hillclimb)")
+        raise SystemExit(
+            "the command agent needs its argv after `--`, e.g. `-- python agent.py` (or use --agent builtin:hillclimb)"
+        )
     if "budget" not in run:
         raise SystemExit("give the run a --budget (episodes the agent may spend)")
     if args.port is not None or args.bind is not None:
@@ -90,7 +117,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = _run_config(args)
     record = run_from_config(config)
     outcome = record.outcome
-    print(json.dumps({"root": str(run_root(config)), "status": outcome.status, "final_score": outcome.final_score, "best_submit_index": outcome.best_submit_index, "budget_used": record.budget.used, "submits": record.budget.n_submits, "agent_reason": record.agent.reason if record.agent else None}, sort_keys=True))
+    print(
+        json.dumps(
+            {
+                "root": str(run_root(config)),
+                "status": outcome.status,
+                "final_score": outcome.final_score,
+                "best_submit_index": outcome.best_submit_index,
+                "budget_used": record.budget.used,
+                "submits": record.budget.n_submits,
+                "agent_reason": record.agent.reason if record.agent else None,
+            },
+            sort_keys=True,
+        )
+    )
     return 0 if outcome.status != "error" else 1
 
 
@@ -108,7 +148,19 @@ def cmd_data_make(args: argparse.Namespace) -> int:
         heldout_size=args.heldout_size or spec.heldout_size,
         force=args.force,
     )
-    print(json.dumps({"env": spec.id, "root": args.root, "train": len(splits.train), "valid": len(splits.valid), "heldout": len(splits.heldout), "versions": splits.hashes}, sort_keys=True))
+    print(
+        json.dumps(
+            {
+                "env": spec.id,
+                "root": args.root,
+                "train": len(splits.train),
+                "valid": len(splits.valid),
+                "heldout": len(splits.heldout),
+                "versions": splits.hashes,
+            },
+            sort_keys=True,
+        )
+    )
     return 0
 
 
@@ -144,7 +196,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_check_envs(args: argparse.Namespace) -> int:
     from evopolicygym.envs.checks import check_envs_command
 
-    return check_envs_command(args.env or [], bulk=args.bulk, discover=args.discover, min_level=args.min_level, isolate=args.isolate, jobs=args.jobs, timeout=args.timeout, output=args.output)
+    return check_envs_command(
+        args.env or [],
+        bulk=args.bulk,
+        discover=args.discover,
+        min_level=args.min_level,
+        isolate=args.isolate,
+        jobs=args.jobs,
+        timeout=args.timeout,
+        output=args.output,
+    )
 
 
 def cmd_check_one_env(args: argparse.Namespace) -> int:
@@ -160,21 +221,43 @@ def cmd_discover_envs(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="evopolicygym", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="evopolicygym",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    run = commands.add_parser("run", help="run (or resume) one benchmark run", description="Run one agent on one environment until its budget is spent, then score it.", epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run = commands.add_parser(
+        "run",
+        help="run (or resume) one benchmark run",
+        description="Run one agent on one environment until its budget is spent, then score it.",
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     source = run.add_argument_group("where the settings come from")
-    source.add_argument("--config", help="run config file (TOML or JSON; [run] [agent] [server] [limits]); flags override it")
-    source.add_argument("--resume", metavar="ROOT", help="continue the run in ROOT with the settings it was started with")
+    source.add_argument(
+        "--config",
+        help="run config file (TOML or JSON; [run] [agent] [server] [limits]); flags override it",
+    )
+    source.add_argument(
+        "--resume",
+        metavar="ROOT",
+        help="continue the run in ROOT with the settings it was started with",
+    )
     source.add_argument("--suite", metavar="FILE", help="suite config; run the job named by --job")
     source.add_argument("--job", metavar="NAME", help="job name within --suite")
     where = run.add_argument_group("run")
     where.add_argument("--env", help="environment id (default toy); see `evopolicygym check-envs`")
-    where.add_argument("--bulk", action="store_true", help="allow any installed Gymnasium id as gymnasium/<id>")
+    where.add_argument(
+        "--bulk", action="store_true", help="allow any installed Gymnasium id as gymnasium/<id>"
+    )
     where.add_argument("--root", help="explicit run directory")
     where.add_argument("--runs", help="base directory: the run goes to RUNS/<model>/<env>/<exp-id>")
-    where.add_argument("--data", help="split directory from `data make` (default: seed-0 splits of the env's sizes)")
+    where.add_argument(
+        "--data",
+        help="split directory from `data make` (default: seed-0 splits of the env's sizes)",
+    )
     where.add_argument("--model", help="model label (default: agent)")
     where.add_argument("--exp-id", "--exp", dest="exp_id", help="experiment id (default: default)")
     where.add_argument("--budget", type=int, help="episodes the agent may spend")
@@ -182,20 +265,36 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--maximum", type=int, help="most episodes per submit (default: the budget)")
     where.add_argument("--valid-size", type=int, help="validation cases (first N of the pool)")
     where.add_argument("--final-size", type=int, help="held-out cases (first N of the pool)")
-    where.add_argument("--jobs", type=int, help="policy worker processes (default: number of cores)")
+    where.add_argument(
+        "--jobs", type=int, help="policy worker processes (default: number of cores)"
+    )
     where.add_argument("--bind", help="judge address (default 127.0.0.1)")
     where.add_argument("--port", type=int, help="judge port (default 0: any free port)")
     agent = run.add_argument_group("agent")
-    agent.add_argument("--agent", help="command | codex | claude | kimi | builtin:random | builtin:hillclimb")
+    agent.add_argument(
+        "--agent", help="command | codex | claude | kimi | builtin:random | builtin:hillclimb"
+    )
     agent.add_argument("--agent-name", help="log and session name")
     agent.add_argument("--limit", type=int, help="turn limit (default: the budget)")
     agent.add_argument("--retries", type=int, help="extra attempts per failed turn")
-    agent.add_argument("--retry-backoff", type=float, help="seconds before the first retry; doubles each time")
-    agent.add_argument("argv", nargs=argparse.REMAINDER, help="after --: the command agent's argv, or the CLI binary and extra args")
+    agent.add_argument(
+        "--retry-backoff", type=float, help="seconds before the first retry; doubles each time"
+    )
+    agent.add_argument(
+        "argv",
+        nargs=argparse.REMAINDER,
+        help="after --: the command agent's argv, or the CLI binary and extra args",
+    )
     run.set_defaults(handler=cmd_run)
 
-    data = commands.add_parser("data", help="case split files").add_subparsers(dest="data_command", metavar="ACTION", required=True)
-    make = data.add_parser("make", help="write train/valid/heldout.json seed splits", description="Draw distinct seeds from random.Random(SEED).randrange(0, 2**31): train first, then validation, then held-out.")
+    data = commands.add_parser("data", help="case split files").add_subparsers(
+        dest="data_command", metavar="ACTION", required=True
+    )
+    make = data.add_parser(
+        "make",
+        help="write train/valid/heldout.json seed splits",
+        description="Draw distinct seeds from random.Random(SEED).randrange(0, 2**31): train first, then validation, then held-out.",
+    )
     make.add_argument("--env", required=True, help="environment id")
     make.add_argument("--bulk", action="store_true", help="allow gymnasium/<id> ids")
     make.add_argument("--root", required=True, help="directory for the three files")
@@ -206,29 +305,87 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--force", action="store_true", help="overwrite existing files")
     make.set_defaults(handler=cmd_data_make)
 
-    suite = commands.add_parser("suite", help="run a suite through the Snakemake workflow", description="Run every job of a suite (env x agent x repeat) and its report through the same Snakemake workflow as `snakemake suite_<slug>` (Snakemake's Python API, in the current directory). Finished runs are never re-run; interrupted ones resume.")
-    suite.add_argument("--config", required=True, help="suite file (TOML: [suite] [[run]] [[agent]] ...)")
-    suite.add_argument("--cores", type=int, help="cores for Snakemake (default: the suite's jobs x threads)")
-    suite.add_argument("--dry-run", "-n", action="store_true", help="only show the jobs that would run")
-    suite.add_argument("--list", action="store_true", help="print the suite's jobs (name, env, agent, run directory) and exit")
+    suite = commands.add_parser(
+        "suite",
+        help="run a suite through the Snakemake workflow",
+        description="Run every job of a suite (env x agent x repeat) and its report through the same Snakemake workflow as `snakemake suite_<slug>` (Snakemake's Python API, in the current directory). Finished runs are never re-run; interrupted ones resume.",
+    )
+    suite.add_argument(
+        "--config", required=True, help="suite file (TOML: [suite] [[run]] [[agent]] ...)"
+    )
+    suite.add_argument(
+        "--cores", type=int, help="cores for Snakemake (default: the suite's jobs x threads)"
+    )
+    suite.add_argument(
+        "--dry-run", "-n", action="store_true", help="only show the jobs that would run"
+    )
+    suite.add_argument(
+        "--list",
+        action="store_true",
+        help="print the suite's jobs (name, env, agent, run directory) and exit",
+    )
     suite.set_defaults(handler=cmd_suite)
 
-    report = commands.add_parser("report", help="results table, leaderboard, curves and HTML from run.json files", description="With --suite: read every run.json of the suite and write results.parquet, leaderboard.md/.csv (rank score), curves.png and report.html. With RUN_JSON files: print one status line per run.")
-    report.add_argument("records", nargs="*", metavar="RUN_JSON", help="run.json files to summarize one line each")
+    report = commands.add_parser(
+        "report",
+        help="results table, leaderboard, curves and HTML from run.json files",
+        description="With --suite: read every run.json of the suite and write results.parquet, leaderboard.md/.csv (rank score), curves.png and report.html. With RUN_JSON files: print one status line per run.",
+    )
+    report.add_argument(
+        "records", nargs="*", metavar="RUN_JSON", help="run.json files to summarize one line each"
+    )
     report.add_argument("--suite", help="suite file whose runs to report")
-    report.add_argument("--output", help="directory for the report files (default results/<suite slug>)")
-    report.add_argument("--archive", default="archive/core16/heldout_returns.csv", help="published results to rank against on shared environments")
+    report.add_argument(
+        "--output", help="directory for the report files (default results/<suite slug>)"
+    )
+    report.add_argument(
+        "--archive",
+        default="archive/core16/heldout_returns.csv",
+        help="published results to rank against on shared environments",
+    )
     report.add_argument("--no-archive", action="store_true", help="rank the suite's agents only")
     report.set_defaults(handler=cmd_report)
 
-    check = commands.add_parser("check-envs", help="readiness checks per environment (levels L0-L4)", description="Check environments up to their declared readiness level: L0 catalogued (spec complete), L1 smoke (build, reset, step, seeded determinism, schema round trip), L2 tasked (task text complete and consistent), L3 scored (random anchor recorded), L4 calibrated (recorded expert beats random). Progress goes to stderr, a summary line to stdout; exit status 1 if any environment fails.")
-    check.add_argument("--env", action="append", metavar="ID", help="check only this id (repeatable; default: every curated env)")
-    check.add_argument("--bulk", action="store_true", help="also check every installed Gymnasium id as gymnasium/<id> (L1)")
-    check.add_argument("--discover", action="store_true", help="also list every installed Gymnasium id at L0 (registered, not built)")
-    check.add_argument("--min-level", default="L0", help="only environments declared at this level or above (L0-L4; default L0)")
-    check.add_argument("--isolate", action="store_true", help="one subprocess per environment (a crash or hang fails only that env)")
-    check.add_argument("--jobs", type=int, default=1, help="parallel subprocesses with --isolate (default 1)")
-    check.add_argument("--timeout", type=float, default=0, help="seconds per environment with --isolate (default 0: none)")
+    check = commands.add_parser(
+        "check-envs",
+        help="readiness checks per environment (levels L0-L4)",
+        description="Check environments up to their declared readiness level: L0 catalogued (spec complete), L1 smoke (build, reset, step, seeded determinism, schema round trip), L2 tasked (task text complete and consistent), L3 scored (random anchor recorded), L4 calibrated (recorded expert beats random). Progress goes to stderr, a summary line to stdout; exit status 1 if any environment fails.",
+    )
+    check.add_argument(
+        "--env",
+        action="append",
+        metavar="ID",
+        help="check only this id (repeatable; default: every curated env)",
+    )
+    check.add_argument(
+        "--bulk",
+        action="store_true",
+        help="also check every installed Gymnasium id as gymnasium/<id> (L1)",
+    )
+    check.add_argument(
+        "--discover",
+        action="store_true",
+        help="also list every installed Gymnasium id at L0 (registered, not built)",
+    )
+    check.add_argument(
+        "--min-level",
+        default="L0",
+        help="only environments declared at this level or above (L0-L4; default L0)",
+    )
+    check.add_argument(
+        "--isolate",
+        action="store_true",
+        help="one subprocess per environment (a crash or hang fails only that env)",
+    )
+    check.add_argument(
+        "--jobs", type=int, default=1, help="parallel subprocesses with --isolate (default 1)"
+    )
+    check.add_argument(
+        "--timeout",
+        type=float,
+        default=0,
+        help="seconds per environment with --isolate (default 0: none)",
+    )
     check.add_argument("--output", metavar="FILE", help="write the full JSON report here")
     check.set_defaults(handler=cmd_check_envs)
     one = commands.add_parser("_check-one-env")  # internal: the child process of --isolate
@@ -237,9 +394,21 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument("--up-to")
     one.set_defaults(handler=cmd_check_one_env)
 
-    discover = commands.add_parser("discover-envs", help="installed environment packages and the Gymnasium registry by family", description="Import the optional environment packages, then list every registered Gymnasium id grouped by family, marking ids covered by curated envspecs.")
-    discover.add_argument("--output", metavar="FILE", help="write the JSON here (e.g. docs/envs/discovered.json); default: print it")
-    discover.add_argument("--markdown", metavar="FILE", help="also write a Markdown checklist (e.g. docs/envs/env_list.md)")
+    discover = commands.add_parser(
+        "discover-envs",
+        help="installed environment packages and the Gymnasium registry by family",
+        description="Import the optional environment packages, then list every registered Gymnasium id grouped by family, marking ids covered by curated envspecs.",
+    )
+    discover.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write the JSON here (e.g. docs/envs/discovered.json); default: print it",
+    )
+    discover.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="also write a Markdown checklist (e.g. docs/envs/env_list.md)",
+    )
     discover.set_defaults(handler=cmd_discover_envs)
     return parser
 
@@ -258,7 +427,14 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except ValidationError as exc:
         print(f"evopolicygym: invalid configuration:\n{exc}", file=sys.stderr)
-    except (SplitError, MissingExtraError, UnknownEnvironmentError, RunLockedError, FileNotFoundError, ValueError) as exc:
+    except (
+        SplitError,
+        MissingExtraError,
+        UnknownEnvironmentError,
+        RunLockedError,
+        FileNotFoundError,
+        ValueError,
+    ) as exc:
         print(f"evopolicygym: {exc}", file=sys.stderr)
     except KeyboardInterrupt:
         print("evopolicygym: interrupted; run the same command again to resume", file=sys.stderr)

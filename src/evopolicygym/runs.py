@@ -30,7 +30,16 @@ from typing import Any
 
 from evopolicygym.cases import CaseSplits, generate_splits, load_splits
 from evopolicygym.envs import EnvSpec, get_env
-from evopolicygym.judge import Judge, JudgePaths, JudgeServer, JudgeSettings, Ledger, Selection, utc_now, write_atomic
+from evopolicygym.judge import (
+    Judge,
+    JudgePaths,
+    JudgeServer,
+    JudgeSettings,
+    Ledger,
+    Selection,
+    utc_now,
+    write_atomic,
+)
 from evopolicygym.protocol import (
     HARNESS_VERSION,
     AgentRecord,
@@ -110,7 +119,9 @@ def run_root(config: RunConfig) -> Path:
     if run.root is not None:
         return run.root
     if run.runs is None:
-        raise ValueError("give the run a directory: --root DIR or --runs BASE (or root/runs in [run])")
+        raise ValueError(
+            "give the run a directory: --root DIR or --runs BASE (or root/runs in [run])"
+        )
     return run.runs / slug(run.model) / slug(run.env) / slug(run.exp_id)
 
 
@@ -133,7 +144,9 @@ class _Lock:
                     continue
                 except PermissionError:
                     pass
-                raise RunLockedError(f"{self.path.parent.parent} is in use by process {pid}; wait for it or kill it") from None
+                raise RunLockedError(
+                    f"{self.path.parent.parent} is in use by process {pid}; wait for it or kill it"
+                ) from None
             with os.fdopen(fd, "w") as handle:
                 json.dump({"pid": os.getpid(), "created_at": utc_now()}, handle)
             return self
@@ -146,7 +159,14 @@ class _Lock:
 class EventLog:
     """``logs/harness.log``: one JSON object per event. Selected events also go to ``progress``."""
 
-    SHOWN = {"submit.finish", "run.finalize", "run.close", "agent.retry", "agent.retry.exhausted", "judge.error"}
+    SHOWN = {
+        "submit.finish",
+        "run.finalize",
+        "run.close",
+        "agent.retry",
+        "agent.retry.exhausted",
+        "judge.error",
+    }
 
     def __init__(self, path: Path, progress: Progress, label: str):
         self.path = path
@@ -155,7 +175,12 @@ class EventLog:
 
     def __call__(self, event: str, **fields: Any) -> None:
         with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"timestamp": utc_now(), "event": event, **fields}, sort_keys=True, default=str) + "\n")
+            handle.write(
+                json.dumps(
+                    {"timestamp": utc_now(), "event": event, **fields}, sort_keys=True, default=str
+                )
+                + "\n"
+            )
         if event in self.SHOWN:
             details = " ".join(f"{k}={_short(v)}" for k, v in fields.items())
             self.progress(f"[{self.label}] {event} {details}")
@@ -189,14 +214,18 @@ def _check_resume(paths: RunPaths, config: RunConfig) -> None:
     keys = ("env", "budget", "minimum", "maximum", "valid_size", "final_size", "data", "bulk")
     changed = [k for k in keys if previous["run"].get(k) != current["run"].get(k)]
     if changed:
-        raise ValueError(f"{paths.root} was started with different {', '.join(changed)}; use a new --exp-id or directory")
+        raise ValueError(
+            f"{paths.root} was started with different {', '.join(changed)}; use a new --exp-id or directory"
+        )
 
 
 def load_saved_config(root: Path) -> RunConfig:
     """The config an existing run was started with (for ``evopolicygym run --resume ROOT``)."""
     saved = root / ".judge" / "run_config.json"
     if not saved.exists():
-        raise FileNotFoundError(f"{root} has no saved run config: it is not an EvoPolicyGym run directory")
+        raise FileNotFoundError(
+            f"{root} has no saved run config: it is not an EvoPolicyGym run directory"
+        )
     config = RunConfig.model_validate_json(saved.read_text())
     config.run.root = root
     return config
@@ -219,7 +248,12 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
             paths.agents_md.write_text(agents_md_text())
         label = f"{config.run.model}/{spec.id}/{config.run.exp_id}"
         events = EventLog(paths.logs / "harness.log", progress, label)
-        ledger = Ledger.open(paths.private / "journal.jsonl", config.run.budget, checkpoints=paths.checkpoints, feedback=paths.feedback)
+        ledger = Ledger.open(
+            paths.private / "journal.jsonl",
+            config.run.budget,
+            checkpoints=paths.checkpoints,
+            feedback=paths.feedback,
+        )
         settings = JudgeSettings(
             spec=spec,
             schemas=spec.describe(),
@@ -232,12 +266,16 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
         )
         judge = Judge(settings, paths.judge_paths(), ledger, events, paths.logs / "workers.log")
         try:
-            return _drive_and_finish(config, spec, splits, paths, ledger, judge, events, settings, label, progress)
+            return _drive_and_finish(
+                config, spec, splits, paths, ledger, judge, events, settings, label, progress
+            )
         finally:
             judge.shutdown()
 
 
-def _drive_and_finish(config, spec, splits, paths, ledger, judge, events, settings, label, progress) -> RunRecord:
+def _drive_and_finish(
+    config, spec, splits, paths, ledger, judge, events, settings, label, progress
+) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
     from evopolicygym.agents import Launch, drive, make_harness
 
@@ -247,8 +285,16 @@ def _drive_and_finish(config, spec, splits, paths, ledger, judge, events, settin
         judge.pool.prewarm()
         harness = make_harness(config.agent)
         with JudgeServer(judge, config.server.bind, config.server.port) as server:
-            events("run.open", url=server.url, budget=settings.budget, remaining=ledger.remaining, resumed=ledger.next_index > 0)
-            progress(f"[{label}] judge at {server.url}; {ledger.remaining}/{settings.budget} episodes left; agent {config.agent.kind}")
+            events(
+                "run.open",
+                url=server.url,
+                budget=settings.budget,
+                remaining=ledger.remaining,
+                resumed=ledger.next_index > 0,
+            )
+            progress(
+                f"[{label}] judge at {server.url}; {ledger.remaining}/{settings.budget} episodes left; agent {config.agent.kind}"
+            )
             transcript = drive(
                 harness,
                 Launch(api_url=server.url, workspace=paths.workspace, logs=paths.logs),
@@ -258,25 +304,58 @@ def _drive_and_finish(config, spec, splits, paths, ledger, judge, events, settin
                 backoff=config.agent.retry_backoff,
                 log=lambda event, fields: events(event, **fields),
             )
-        agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name, reason=transcript.reason, turns=transcript.turns, session=transcript.session)
+        agent_record = AgentRecord(
+            kind=config.agent.kind,
+            name=config.agent.name,
+            reason=transcript.reason,
+            turns=transcript.turns,
+            session=transcript.session,
+        )
     finalize_started = time.monotonic()
     if ledger.remaining > 0:
         unspent = f"{ledger.remaining} of {settings.budget} episodes unspent"
-        outcome = Outcome(status="error", error=RunError(type="agent_stopped", message=f"the agent stopped ({agent_record.reason}) with {unspent}"))
+        outcome = Outcome(
+            status="error",
+            error=RunError(
+                type="agent_stopped",
+                message=f"the agent stopped ({agent_record.reason}) with {unspent}",
+            ),
+        )
     else:
         events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
         selection = judge.finalize(lambda line: progress(f"[{label}] finalize {line}"))
         outcome = _outcome(selection)
-    record = _record(config, spec, splits, paths, ledger, outcome, agent_record, started, finalize_started, settings)
+    record = _record(
+        config,
+        spec,
+        splits,
+        paths,
+        ledger,
+        outcome,
+        agent_record,
+        started,
+        finalize_started,
+        settings,
+    )
     write_atomic(paths.run_json, record.model_dump_json(indent=2) + "\n")
     judge.close(outcome.model_dump())
-    events("run.close", outcome=outcome.status, final_score=outcome.final_score, best_submit_index=outcome.best_submit_index)
+    events(
+        "run.close",
+        outcome=outcome.status,
+        final_score=outcome.final_score,
+        best_submit_index=outcome.best_submit_index,
+    )
     return record
 
 
 def _outcome(selection: Selection) -> Outcome:
     if selection.best is None:
-        return Outcome(status="no_ok_submit", final_score=0.0, val_scores={str(k): v for k, v in selection.val_scores.items()}, val_errors={str(k): v for k, v in selection.val_errors.items()})
+        return Outcome(
+            status="no_ok_submit",
+            final_score=0.0,
+            val_scores={str(k): v for k, v in selection.val_scores.items()},
+            val_errors={str(k): v for k, v in selection.val_errors.items()},
+        )
     heldout = selection.heldout or {}
     return Outcome(
         status="completed",
@@ -298,9 +377,16 @@ def _package_version(name: str) -> str | None:
         return None
 
 
-def _record(config, spec, splits, paths, ledger, outcome, agent, started, finalize_started, settings) -> RunRecord:
+def _record(
+    config, spec, splits, paths, ledger, outcome, agent, started, finalize_started, settings
+) -> RunRecord:
     end = utc_now()
-    versions = {"harness": HARNESS_VERSION, "env_version": spec.version, "agents_md_hash": _sha256(paths.agents_md.read_bytes()), **splits.hashes}
+    versions = {
+        "harness": HARNESS_VERSION,
+        "env_version": spec.version,
+        "agents_md_hash": _sha256(paths.agents_md.read_bytes()),
+        **splits.hashes,
+    }
     gymnasium_version = _package_version("gymnasium")
     if gymnasium_version:
         versions["gymnasium"] = gymnasium_version
@@ -323,12 +409,22 @@ def _record(config, spec, splits, paths, ledger, outcome, agent, started, finali
             "jobs": settings.jobs,
             "agent": config.agent.kind,
         },
-        timing=Timing(start_time=ledger.opened_at or end, end_time=end, wall_time_seconds=round(time.monotonic() - started, 3), finalize_seconds=round(time.monotonic() - finalize_started, 3)),
+        timing=Timing(
+            start_time=ledger.opened_at or end,
+            end_time=end,
+            wall_time_seconds=round(time.monotonic() - started, 3),
+            finalize_seconds=round(time.monotonic() - finalize_started, 3),
+        ),
         outcome=outcome,
         budget=BudgetRecord(limit=settings.budget, used=ledger.used, n_submits=ledger.next_index),
         submits=ledger.submits,
         agent=agent,
         isolation={"level": "process", "limits": config.limits.model_dump()},
-        artifacts={"workspace": "workspace/", "feedback": "workspace/feedback/", "checkpoints": "checkpoints/", "logs_harness": "logs/harness.log"},
+        artifacts={
+            "workspace": "workspace/",
+            "feedback": "workspace/feedback/",
+            "checkpoints": "checkpoints/",
+            "logs_harness": "logs/harness.log",
+        },
         versions=versions,
     )

@@ -14,11 +14,34 @@ AGENT = Path(__file__).parent / "agents" / "scripted_agent.py"
 
 
 def evopolicygym(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evopolicygym.cli", *args], capture_output=True, text=True, timeout=600, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "evopolicygym.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        **kwargs,
+    )
 
 
 def test_command_agent_run_end_to_end(tmp_path):
-    result = evopolicygym("run", "--env", "toy", "--runs", str(tmp_path / "runs"), "--model", "script", "--exp-id", "smoke-001", "--budget", "8", "--agent", "command", "--", sys.executable, str(AGENT))
+    result = evopolicygym(
+        "run",
+        "--env",
+        "toy",
+        "--runs",
+        str(tmp_path / "runs"),
+        "--model",
+        "script",
+        "--exp-id",
+        "smoke-001",
+        "--budget",
+        "8",
+        "--agent",
+        "command",
+        "--",
+        sys.executable,
+        str(AGENT),
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     root = tmp_path / "runs" / "script" / "toy" / "smoke-001"
@@ -27,30 +50,83 @@ def test_command_agent_run_end_to_end(tmp_path):
     assert record["budget"] == {"limit": 8, "used": 8, "n_submits": 4}
     assert record["outcome"]["best_submit_index"] == 3  # identical policies: ties go to the latest
     heldout = record["outcome"]["heldout_returns"]
-    assert len(heldout) == 32 and record["outcome"]["final_score"] == pytest.approx(sum(heldout) / 32)
+    assert len(heldout) == 32 and record["outcome"]["final_score"] == pytest.approx(
+        sum(heldout) / 32
+    )
     assert record["agent"]["reason"] == "done"
     assert record["versions"]["agents_md_hash"].startswith("sha256:")
     assert (root / "workspace" / "AGENTS.md").exists()
     assert [s["first_global_episode"] for s in record["submits"]] == [0, 2, 4, 6]
-    events = [json.loads(line)["event"] for line in (root / "logs" / "harness.log").read_text().splitlines()]
+    events = [
+        json.loads(line)["event"]
+        for line in (root / "logs" / "harness.log").read_text().splitlines()
+    ]
     assert events.count("submit.finish") == 4 and events[-1] == "run.close"
-    again = evopolicygym("run", "--env", "toy", "--runs", str(tmp_path / "runs"), "--model", "script", "--exp-id", "smoke-001", "--budget", "8", "--agent", "command", "--", sys.executable, str(AGENT))
+    again = evopolicygym(
+        "run",
+        "--env",
+        "toy",
+        "--runs",
+        str(tmp_path / "runs"),
+        "--model",
+        "script",
+        "--exp-id",
+        "smoke-001",
+        "--budget",
+        "8",
+        "--agent",
+        "command",
+        "--",
+        sys.executable,
+        str(AGENT),
+    )
     assert again.returncode == 0 and "finished" in again.stderr
     assert json.loads((root / "run.json").read_text()) == record
 
 
 def test_an_agent_that_quits_early_leaves_an_error_record(tmp_path):
-    result = evopolicygym("run", "--env", "toy", "--root", str(tmp_path / "run"), "--budget", "8", "--limit", "2", "--agent", "command", "--", sys.executable, str(AGENT))
+    result = evopolicygym(
+        "run",
+        "--env",
+        "toy",
+        "--root",
+        str(tmp_path / "run"),
+        "--budget",
+        "8",
+        "--limit",
+        "2",
+        "--agent",
+        "command",
+        "--",
+        sys.executable,
+        str(AGENT),
+    )
     assert result.returncode == 1
     record = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert record["outcome"]["status"] == "error" and "4 of 8 episodes unspent" in record["outcome"]["error"]["message"]
+    assert (
+        record["outcome"]["status"] == "error"
+        and "4 of 8 episodes unspent" in record["outcome"]["error"]["message"]
+    )
     assert record["agent"]["reason"] == "turn_limit"
 
 
 def test_no_ok_submit_scores_zero(tmp_path):
     agent = tmp_path / "broken_agent.py"
     agent.write_text(AGENT.read_text().replace("class Policy:", "class Broken:"))
-    result = evopolicygym("run", "--env", "toy", "--root", str(tmp_path / "run"), "--budget", "4", "--agent", "command", "--", sys.executable, str(agent))
+    result = evopolicygym(
+        "run",
+        "--env",
+        "toy",
+        "--root",
+        str(tmp_path / "run"),
+        "--budget",
+        "4",
+        "--agent",
+        "command",
+        "--",
+        sys.executable,
+        str(agent),
+    )
     record = json.loads((tmp_path / "run" / "run.json").read_text())
     assert result.returncode == 0
     assert record["outcome"]["status"] == "no_ok_submit" and record["outcome"]["final_score"] == 0.0
@@ -68,8 +144,30 @@ def _journal(root: Path) -> list[dict]:
 @pytest.mark.slow
 def test_sigkill_mid_submit_then_resume_gives_exact_budget_and_history(tmp_path):
     root = tmp_path / "run"
-    command = [sys.executable, "-m", "evopolicygym.cli", "run", "--env", "toy", "--root", str(root), "--budget", "8", "--jobs", "1", "--agent", "command", "--", sys.executable, str(AGENT), "--act-sleep", "1.0"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    command = [
+        sys.executable,
+        "-m",
+        "evopolicygym.cli",
+        "run",
+        "--env",
+        "toy",
+        "--root",
+        str(root),
+        "--budget",
+        "8",
+        "--jobs",
+        "1",
+        "--agent",
+        "command",
+        "--",
+        sys.executable,
+        str(AGENT),
+        "--act-sleep",
+        "1.0",
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         records = _journal(root)
@@ -88,7 +186,9 @@ def test_sigkill_mid_submit_then_resume_gives_exact_budget_and_history(tmp_path)
     assert len([p for p in seen if p.name == "summary.json"]) == 2
     assert _journal(root)[-1]["type"] == "submit_begin"
 
-    resumed = subprocess.run(command[:-2] + ["--act-sleep", "0"], capture_output=True, text=True, timeout=600)
+    resumed = subprocess.run(
+        [*command[:-2], "--act-sleep", "0"], capture_output=True, text=True, timeout=600
+    )
     assert resumed.returncode == 0, resumed.stderr
     record = json.loads((root / "run.json").read_text())
     assert record["budget"] == {"limit": 8, "used": 8, "n_submits": 4}

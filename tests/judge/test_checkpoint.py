@@ -18,7 +18,9 @@ def test_snapshot_skips_caches_keeps_links_and_mirror_restores(tmp_path):
     system = tmp_path / "system"
     (system / "__pycache__").mkdir(parents=True)
     (system / "__pycache__" / "x.pyc").write_bytes(b"\0")
-    (system / "policy.py").write_text("class Policy:\n    def act(self, obs):\n        return 1 if obs else 0\n")
+    (system / "policy.py").write_text(
+        "class Policy:\n    def act(self, obs):\n        return 1 if obs else 0\n"
+    )
     (system / "link").symlink_to("/etc/hostname")
     snapshot(system, tmp_path / "checkpoints" / "submit_000")
     copy = tmp_path / "checkpoints" / "submit_000"

@@ -17,7 +17,26 @@ def test_valid_specs_expand_in_order_with_duplicates(value, expected):
     assert parse_env_instances(value) == expected
 
 
-@pytest.mark.parametrize("value", ["", " ", "1,,2", "3-1", "a", "1-2-3", "-1", "1 - 2", [True], [-1], [1.0], ["1"], 7, None, {"a": 1}])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        " ",
+        "1,,2",
+        "3-1",
+        "a",
+        "1-2-3",
+        "-1",
+        "1 - 2",
+        [True],
+        [-1],
+        [1.0],
+        ["1"],
+        7,
+        None,
+        {"a": 1},
+    ],
+)
 def test_invalid_specs_are_refused_with_a_reason(value):
     with pytest.raises(InstanceSpecError) as info:
         parse_env_instances(value)

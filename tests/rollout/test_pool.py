@@ -17,19 +17,35 @@ from support import write_policy
 TOY = get_env("toy")
 
 
-def run(tmp_path: Path, source: str, n: int = 3, jobs: int = 1, record: bool = True, sealed: bool = False, **limits):
+def run(
+    tmp_path: Path,
+    source: str,
+    n: int = 3,
+    jobs: int = 1,
+    record: bool = True,
+    sealed: bool = False,
+    **limits,
+):
     write_policy(tmp_path / "ck", source)
     schemas = TOY.describe()
     pool = WorkerPool(TOY.model_dump(), jobs, LimitsSection(**limits), tmp_path / "workers.log")
     try:
         job = WorkerJob(tmp_path / "ck", schemas.obs_space, schemas.action_space, {"env": "toy"})
-        return pool.run(job, [EpisodeTask(i, 100 + i, i) for i in range(n)], record=record, sealed=sealed, max_steps=1)
+        return pool.run(
+            job,
+            [EpisodeTask(i, 100 + i, i) for i in range(n)],
+            record=record,
+            sealed=sealed,
+            max_steps=1,
+        )
     finally:
         pool.close()
 
 
 def test_an_exception_in_act_fails_only_its_episode_with_a_traceback(tmp_path):
-    results = run(tmp_path, """
+    results = run(
+        tmp_path,
+        """
         class Policy:
             def __init__(self, *args): pass
             def reset(self, i): self.i = i
@@ -37,16 +53,23 @@ def test_an_exception_in_act_fails_only_its_episode_with_a_traceback(tmp_path):
                 if self.i == 1:
                     raise ValueError("bad observation")
                 return 1
-    """)
+    """,
+    )
     assert [r.error is None for r in results] == [True, False, True]
     error = results[1].error
-    assert (error.category, error.message, error.step_index) == ("act_error", "ValueError: bad observation", 0)
+    assert (error.category, error.message, error.step_index) == (
+        "act_error",
+        "ValueError: bad observation",
+        0,
+    )
     assert 'File "system/policy.py", line 7, in act' in error.traceback
     assert results[2].return_ == 102 % 8 + 1
 
 
 def test_a_slow_act_is_stopped_at_the_act_limit(tmp_path):
-    results = run(tmp_path, """
+    results = run(
+        tmp_path,
+        """
         import time
         class Policy:
             def __init__(self, *args): pass
@@ -55,19 +78,25 @@ def test_a_slow_act_is_stopped_at_the_act_limit(tmp_path):
                 if self.i == 0:
                     time.sleep(30)
                 return 0
-    """, act_timeout_s=0.5)
+    """,
+        act_timeout_s=0.5,
+    )
     assert results[0].error.category == "act_timeout" and results[0].timed_out
     assert "time.sleep(30)" in results[0].error.traceback
     assert results[1].error is None
 
 
 def test_an_init_that_never_returns_gives_init_timeout(tmp_path):
-    outcome = run(tmp_path, """
+    outcome = run(
+        tmp_path,
+        """
         class Policy:
             def __init__(self, *args):
                 while True:
                     pass
-    """, init_timeout_s=1)
+    """,
+        init_timeout_s=1,
+    )
     assert isinstance(outcome, InitFailure) and outcome.verdict == "init_timeout"
     assert "while True" in outcome.traceback or "pass" in outcome.traceback
 
@@ -75,9 +104,21 @@ def test_an_init_that_never_returns_gives_init_timeout(tmp_path):
 @pytest.mark.parametrize(
     ("source", "verdict", "text"),
     [
-        ("import no_such_module_here\nclass Policy: pass\n", "import_error", "No module named 'no_such_module_here'"),
-        ("class Policy:\n    def __init__(self, *a):\n        raise RuntimeError('cannot start')\n", "init_error", "RuntimeError: cannot start"),
-        ("class Policy:\n    def __init__(self, *a):\n        self.x = bytearray(4 * 2**30)\n", "oom", "MemoryError"),
+        (
+            "import no_such_module_here\nclass Policy: pass\n",
+            "import_error",
+            "No module named 'no_such_module_here'",
+        ),
+        (
+            "class Policy:\n    def __init__(self, *a):\n        raise RuntimeError('cannot start')\n",
+            "init_error",
+            "RuntimeError: cannot start",
+        ),
+        (
+            "class Policy:\n    def __init__(self, *a):\n        self.x = bytearray(4 * 2**30)\n",
+            "oom",
+            "MemoryError",
+        ),
     ],
 )
 def test_policies_that_cannot_start_fail_the_submit(tmp_path, source, verdict, text):
@@ -88,7 +129,9 @@ def test_policies_that_cannot_start_fail_the_submit(tmp_path, source, verdict, t
 
 
 def test_memory_hog_in_act_is_an_oom_episode(tmp_path):
-    results = run(tmp_path, """
+    results = run(
+        tmp_path,
+        """
         class Policy:
             def __init__(self, *args): pass
             def reset(self, i): self.i = i
@@ -96,13 +139,17 @@ def test_memory_hog_in_act_is_an_oom_episode(tmp_path):
                 if self.i == 0:
                     self.hog = bytearray(8 * 2**30)
                 return 2
-    """, memory_bytes=2 * 2**30)
+    """,
+        memory_bytes=2 * 2**30,
+    )
     assert results[0].error.category == "oom"
     assert [r.error for r in results[1:]] == [None, None]
 
 
 def test_exit_and_signals_kill_only_their_worker(tmp_path):
-    results = run(tmp_path, """
+    results = run(
+        tmp_path,
+        """
         import os, signal
         class Policy:
             def __init__(self, *args): pass
@@ -113,14 +160,17 @@ def test_exit_and_signals_kill_only_their_worker(tmp_path):
                 if self.i == 1:
                     os.kill(os.getpid(), signal.SIGSEGV)
                 return 2
-    """)
+    """,
+    )
     assert results[0].error.category == "worker_crash" and "status 7" in results[0].error.message
     assert results[1].error.category == "worker_crash" and "SIGSEGV" in results[1].error.message
     assert results[2].error is None and results[2].return_ == 102 % 8 + 2
 
 
 def test_cpu_and_file_size_limits_are_named(tmp_path):
-    results = run(tmp_path, """
+    results = run(
+        tmp_path,
+        """
         class Policy:
             def __init__(self, *args): pass
             def reset(self, i): self.i = i
@@ -131,7 +181,11 @@ def test_cpu_and_file_size_limits_are_named(tmp_path):
                     while True:
                         pass
                 return 2
-    """, file_size_bytes=2**20, cpu_seconds=4, act_timeout_s=60)
+    """,
+        file_size_bytes=2**20,
+        cpu_seconds=4,
+        act_timeout_s=60,
+    )
     assert results[0].error.category == "file_size_limit"
     assert results[1].error.category == "cpu_limit"
     assert results[2].error is None
@@ -140,7 +194,9 @@ def test_cpu_and_file_size_limits_are_named(tmp_path):
 def test_a_policy_that_swallows_the_timeout_is_killed_by_the_judge(tmp_path, monkeypatch):
     monkeypatch.setattr(pool_module, "EPISODE_GRACE_S", 1.0)
     started = time.monotonic()
-    results = run(tmp_path, """
+    results = run(
+        tmp_path,
+        """
         import time
         class Policy:
             def __init__(self, *args): pass
@@ -152,14 +208,19 @@ def test_a_policy_that_swallows_the_timeout_is_killed_by_the_judge(tmp_path, mon
                     except BaseException:
                         pass
                 return 2
-    """, act_timeout_s=0.5, rollout_wall_s=1.0)
+    """,
+        act_timeout_s=0.5,
+        rollout_wall_s=1.0,
+    )
     assert results[0].error.category == "episode_timeout" and "killed" in results[0].error.message
     assert results[1].error is None
     assert time.monotonic() - started < 30
 
 
 def test_output_is_captured_per_episode_and_capped(tmp_path):
-    results = run(tmp_path, """
+    results = run(
+        tmp_path,
+        """
         import os, sys
         class Policy:
             def __init__(self, *args):
@@ -170,7 +231,10 @@ def test_output_is_captured_per_episode_and_capped(tmp_path):
                 print("warn", file=sys.stderr)
                 os.write(1, b"raw bytes on fd 1 must not corrupt the protocol")
                 return 2
-    """, n=2, output_bytes=1000)
+    """,
+        n=2,
+        output_bytes=1000,
+    )
     first = results[0]
     assert first.stdout.startswith("hello from init\nxxx")
     assert "characters cut" in first.stdout and len(first.stdout) < 1200
@@ -182,7 +246,9 @@ def test_output_is_captured_per_episode_and_capped(tmp_path):
 def test_workers_see_no_run_paths_and_leave_no_processes(tmp_path, monkeypatch):
     monkeypatch.setenv("EVOPOLICYGYM_WORKSPACE", "/secret/workspace")
     marker = tmp_path / "sleeper.pid"
-    results = run(tmp_path, f"""
+    results = run(
+        tmp_path,
+        f"""
         import os, subprocess
         class Policy:
             def __init__(self, *args):
@@ -194,12 +260,17 @@ def test_workers_see_no_run_paths_and_leave_no_processes(tmp_path, monkeypatch):
             def act(self, obs):
                 open("scratch-file.txt", "w").write("runtime files stay in the scratch copy")
                 return 2
-    """, n=2, jobs=1)
+    """,
+        n=2,
+        jobs=1,
+    )
     assert [r.error for r in results] == [None, None]
     assert not (tmp_path / "ck" / "scratch-file.txt").exists()
     pid = int(marker.read_text())
     for _ in range(100):
-        if subprocess.run(["ps", "-p", str(pid), "-o", "stat="], capture_output=True, text=True).stdout.strip() in ("", "Z"):
+        if subprocess.run(
+            ["ps", "-p", str(pid), "-o", "stat="], capture_output=True, text=True
+        ).stdout.strip() in ("", "Z"):
             break
         time.sleep(0.1)
     else:
@@ -208,7 +279,9 @@ def test_workers_see_no_run_paths_and_leave_no_processes(tmp_path, monkeypatch):
 
 
 def test_episodes_are_dealt_round_robin_and_results_keep_task_order(tmp_path):
-    results = run(tmp_path, """
+    results = run(
+        tmp_path,
+        """
         import os
         class Policy:
             def __init__(self, *args): pass
@@ -216,7 +289,10 @@ def test_episodes_are_dealt_round_robin_and_results_keep_task_order(tmp_path):
             def act(self, obs):
                 print(os.getpid())
                 return 2
-    """, n=6, jobs=3)
+    """,
+        n=6,
+        jobs=3,
+    )
     assert [r.index for r in results] == list(range(6))
     pids = [r.stdout.strip() for r in results]
     assert pids[0] == pids[3] and pids[1] == pids[4] and pids[2] == pids[5] and len(set(pids)) == 3
@@ -267,8 +343,18 @@ def test_sealed_evaluation_matches_in_process_results_and_survives_failures(tmp_
                 return 2
     """
     results = run(tmp_path, source, n=6, record=False, sealed=True, act_timeout_s=0.5)
-    assert [r.error.category if r.error else None for r in results] == [None, "act_timeout", "act_error", "worker_crash", None, None]
-    assert "KeyError: 'missing'" in results[2].error.message and "system/policy.py" in results[2].error.traceback
+    assert [r.error.category if r.error else None for r in results] == [
+        None,
+        "act_timeout",
+        "act_error",
+        "worker_crash",
+        None,
+        None,
+    ]
+    assert (
+        "KeyError: 'missing'" in results[2].error.message
+        and "system/policy.py" in results[2].error.traceback
+    )
     assert [results[i].return_ for i in (0, 4, 5)] == [(100 + i) % 8 + 2.0 for i in (0, 4, 5)]
 
 

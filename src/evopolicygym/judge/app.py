@@ -56,13 +56,25 @@ def create_app(judge: Judge) -> Flask:
     @app.post("/submit")
     def submit() -> Response:
         if not request.is_json:
-            return _error(415, "unsupported_media_type", "send the body as JSON with the header Content-Type: application/json")
+            return _error(
+                415,
+                "unsupported_media_type",
+                "send the body as JSON with the header Content-Type: application/json",
+            )
         body = request.get_json(silent=True)
         if not isinstance(body, dict) or "env_instances" not in body:
-            return _error(400, "bad_request", 'the body must be a JSON object like {"env_instances": [0, 1]} or {"env_instances": "0-3"}')
+            return _error(
+                400,
+                "bad_request",
+                'the body must be a JSON object like {"env_instances": [0, 1]} or {"env_instances": "0-3"}',
+            )
         unknown = sorted(set(body) - {"env_instances"})
         if unknown:
-            return _error(400, "bad_request", f"unknown field(s) {unknown}: the body has exactly one field, env_instances")
+            return _error(
+                400,
+                "bad_request",
+                f"unknown field(s) {unknown}: the body has exactly one field, env_instances",
+            )
         try:
             status, payload = judge.submit(body["env_instances"])
         except JudgeError as exc:
@@ -71,7 +83,11 @@ def create_app(judge: Judge) -> Flask:
 
     @app.route("/finalize", methods=["GET", "POST", "PUT", "DELETE"])
     def finalize() -> Response:
-        return _error(405, "method_not_allowed", "finalization is owned by the judge: it runs by itself when the budget reaches 0")
+        return _error(
+            405,
+            "method_not_allowed",
+            "finalization is owned by the judge: it runs by itself when the budget reaches 0",
+        )
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
@@ -86,7 +102,11 @@ def create_app(judge: Judge) -> Flask:
     @app.errorhandler(Exception)
     def internal_error(exc: Exception) -> Response:
         judge.events("judge.error", error=f"{type(exc).__name__}: {exc}")
-        return _error(500, "internal_error", f"the judge failed on this request ({type(exc).__name__}: {exc}); the run state is unchanged unless a submit was committed")
+        return _error(
+            500,
+            "internal_error",
+            f"the judge failed on this request ({type(exc).__name__}: {exc}); the run state is unchanged unless a submit was committed",
+        )
 
     return app
 
@@ -102,8 +122,12 @@ class JudgeServer:
     """Serves a judge on ``bind:port`` from a background thread (threaded WSGI server)."""
 
     def __init__(self, judge: Judge, bind: str = "127.0.0.1", port: int = 0):
-        self._server = make_server(bind, port, create_app(judge), threaded=True, request_handler=_QuietHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="judge-http", daemon=True)
+        self._server = make_server(
+            bind, port, create_app(judge), threaded=True, request_handler=_QuietHandler
+        )
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="judge-http", daemon=True
+        )
 
     @property
     def url(self) -> str:

@@ -27,7 +27,9 @@ def _files(root: Path) -> list[Path]:
     return sorted(
         p
         for p in root.rglob("*")
-        if p.is_file() and not IGNORED_DIRS & set(p.relative_to(root).parts) and p.name not in IGNORED_FILES
+        if p.is_file()
+        and not IGNORED_DIRS & set(p.relative_to(root).parts)
+        and p.name not in IGNORED_FILES
     )
 
 
@@ -40,7 +42,9 @@ def snapshot(system: Path, target: Path) -> None:
     temporary = target.with_name(f".{target.name}.tmp")
     shutil.rmtree(temporary, ignore_errors=True)
     if system.exists():
-        shutil.copytree(system, temporary, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED_DIRS))
+        shutil.copytree(
+            system, temporary, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED_DIRS)
+        )
     else:
         temporary.mkdir(parents=True)
     temporary.replace(target)
@@ -64,14 +68,31 @@ def scan(checkpoint: Path) -> ScanProblem | None:
             if isinstance(exc, SyntaxError) and exc.lineno:
                 detail += f", line {exc.lineno}"
             text = exc.text.rstrip() if isinstance(exc, SyntaxError) and exc.text else ""
-            return ScanProblem(Verdict.IMPORT_ERROR, f"SyntaxError in {detail}: {exc.msg if isinstance(exc, SyntaxError) else exc}", text or None)
-    if not any(isinstance(node, ast.ClassDef) and node.name == "Policy" for node in trees[policy].body):
-        return ScanProblem(Verdict.MISSING_POLICY, "system/policy.py has no top-level `class Policy`")
+            return ScanProblem(
+                Verdict.IMPORT_ERROR,
+                f"SyntaxError in {detail}: {exc.msg if isinstance(exc, SyntaxError) else exc}",
+                text or None,
+            )
+    if not any(
+        isinstance(node, ast.ClassDef) and node.name == "Policy" for node in trees[policy].body
+    ):
+        return ScanProblem(
+            Verdict.MISSING_POLICY, "system/policy.py has no top-level `class Policy`"
+        )
     return None
 
 
 def _cyclomatic(function: ast.AST) -> int:
-    branches = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.IfExp, ast.ExceptHandler, ast.comprehension, ast.match_case)
+    branches = (
+        ast.If,
+        ast.For,
+        ast.AsyncFor,
+        ast.While,
+        ast.IfExp,
+        ast.ExceptHandler,
+        ast.comprehension,
+        ast.match_case,
+    )
     total = 1
     for node in ast.walk(function):
         if isinstance(node, branches):
@@ -84,7 +105,18 @@ def _cyclomatic(function: ast.AST) -> int:
 def code_metrics(checkpoint: Path) -> dict:
     """Size and structure of a checkpoint; ``tree_hash`` identifies its content."""
     digest = hashlib.sha256()
-    metrics = {"schema_version": "0.1", "files": 0, "python_files": 0, "bytes": 0, "source_lines": 0, "classes": 0, "functions": 0, "cyclomatic_total": 0, "cyclomatic_max": 0, "parse_errors": []}
+    metrics = {
+        "schema_version": "0.1",
+        "files": 0,
+        "python_files": 0,
+        "bytes": 0,
+        "source_lines": 0,
+        "classes": 0,
+        "functions": 0,
+        "cyclomatic_total": 0,
+        "cyclomatic_max": 0,
+        "parse_errors": [],
+    }
     for path in _files(checkpoint):
         data = path.read_bytes()
         relative = path.relative_to(checkpoint).as_posix()
@@ -95,7 +127,9 @@ def code_metrics(checkpoint: Path) -> dict:
             continue
         metrics["python_files"] += 1
         text = data.decode("utf-8", errors="replace")
-        metrics["source_lines"] += sum(1 for line in text.splitlines() if line.strip() and not line.strip().startswith("#"))
+        metrics["source_lines"] += sum(
+            1 for line in text.splitlines() if line.strip() and not line.strip().startswith("#")
+        )
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError):
@@ -123,7 +157,12 @@ def mirror(checkpoint: Path, system: Path) -> None:
     """Replace ``system`` with the checkpoint's files (without ``metrics.json``)."""
     temporary = system.with_name(f".{system.name}.mirror")
     shutil.rmtree(temporary, ignore_errors=True)
-    shutil.copytree(checkpoint, temporary, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED_DIRS, *IGNORED_FILES))
+    shutil.copytree(
+        checkpoint,
+        temporary,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(*IGNORED_DIRS, *IGNORED_FILES),
+    )
     old = system.with_name(f".{system.name}.old")
     shutil.rmtree(old, ignore_errors=True)
     if system.exists():

@@ -82,14 +82,25 @@ class Selection:
 
 
 class Judge:
-    def __init__(self, settings: JudgeSettings, paths: JudgePaths, ledger: Ledger, events: EventLog, worker_log: Path | None = None):
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        paths: JudgePaths,
+        ledger: Ledger,
+        events: EventLog,
+        worker_log: Path | None = None,
+    ):
         self.settings = settings
         self.paths = paths
         self.ledger = ledger
         self.events = events
-        self.pool = WorkerPool(settings.spec.model_dump(), settings.jobs, settings.limits, worker_log)
+        self.pool = WorkerPool(
+            settings.spec.model_dump(), settings.jobs, settings.limits, worker_log
+        )
         self._lock = threading.Lock()
-        self.phase = "closed" if ledger.closed else ("open" if ledger.remaining > 0 else "finalizing")
+        self.phase = (
+            "closed" if ledger.closed else ("open" if ledger.remaining > 0 else "finalizing")
+        )
         self.episode_width = max(3, len(str(settings.budget)))
 
     # -- public views -----------------------------------------------------------------------------
@@ -111,7 +122,12 @@ class Judge:
     def info(self) -> InfoResponse:
         s, lim = self.settings, self.settings.limits
         return InfoResponse(
-            state=RunState(remaining_budget=self.ledger.remaining, n_submits=self.ledger.next_index, is_finalized=self.phase == "closed", phase=self.phase),
+            state=RunState(
+                remaining_budget=self.ledger.remaining,
+                n_submits=self.ledger.next_index,
+                is_finalized=self.phase == "closed",
+                phase=self.phase,
+            ),
             env_meta=self.env_meta(),
             episode_budget=s.budget,
             min_episodes_per_submit=s.minimum,
@@ -121,7 +137,9 @@ class Judge:
         )
 
     def task(self) -> str:
-        return task_text(self.settings.spec, self.env_meta(), self.settings.minimum, self.settings.maximum)
+        return task_text(
+            self.settings.spec, self.env_meta(), self.settings.minimum, self.settings.maximum
+        )
 
     # -- submit -----------------------------------------------------------------------------------
 
@@ -130,7 +148,11 @@ class Judge:
         reject (with summary). Raises :class:`JudgeError` for requests judged not at all."""
         with self._lock:
             if self.phase != "open":
-                raise JudgeError(409, "run_closed", f"the run is {self.phase}: the budget is spent and no more submits are accepted")
+                raise JudgeError(
+                    409,
+                    "run_closed",
+                    f"the run is {self.phase}: the budget is spent and no more submits are accepted",
+                )
             try:
                 ids = parse_env_instances(env_instances)
             except InstanceSpecError as exc:
@@ -139,24 +161,52 @@ class Judge:
             index = self.ledger.next_index
             reject = self._reject_reason(ids)
             self.ledger.append({"type": "submit_begin", "index": index, "env_instances": ids})
-            self.events("submit.start", submit_index=index, n_episodes=len(ids), remaining_budget=self.ledger.remaining)
+            self.events(
+                "submit.start",
+                submit_index=index,
+                n_episodes=len(ids),
+                remaining_budget=self.ledger.remaining,
+            )
             if reject is not None:
-                summary = self._summary(index, ids, reject[0], reject[1], started, clock, None, remaining=self.ledger.remaining)
+                summary = self._summary(
+                    index,
+                    ids,
+                    reject[0],
+                    reject[1],
+                    started,
+                    clock,
+                    None,
+                    remaining=self.ledger.remaining,
+                )
                 self._commit(summary, [self._error_line(reject[0], reject[1])], [])
-                return 400, {"submit_id": index, "status": reject[0], "summary": dump_summary(summary)}
+                return 400, {
+                    "submit_id": index,
+                    "status": reject[0],
+                    "summary": dump_summary(summary),
+                }
             summary = self._run_submit(index, ids, started, clock)
             if self.ledger.remaining == 0:
                 self.phase = "finalizing"
-            return 200, {"submit_id": index, "status": summary.status, "summary": dump_summary(summary)}
+            return 200, {
+                "submit_id": index,
+                "status": summary.status,
+                "summary": dump_summary(summary),
+            }
 
     def _reject_reason(self, ids: list[int]) -> tuple[str, str] | None:
         n_cases = len(self.settings.splits.train)
         bad = [i for i in ids if i >= n_cases]
         if bad:
-            return Verdict.INVALID_ENV_INSTANCE, f"env instance {bad[0]} is out of range: valid ids are 0..{n_cases - 1}"
+            return (
+                Verdict.INVALID_ENV_INSTANCE,
+                f"env instance {bad[0]} is out of range: valid ids are 0..{n_cases - 1}",
+            )
         upper = min(self.settings.maximum, self.ledger.remaining)
         if not self.settings.minimum <= len(ids) <= upper:
-            return Verdict.BUDGET_INVALID, f"{len(ids)} episodes requested; this submit may ask for {self.settings.minimum}..{upper} (remaining budget {self.ledger.remaining}, max per submit {self.settings.maximum})"
+            return (
+                Verdict.BUDGET_INVALID,
+                f"{len(ids)} episodes requested; this submit may ask for {self.settings.minimum}..{upper} (remaining budget {self.ledger.remaining}, max per submit {self.settings.maximum})",
+            )
         return None
 
     def _run_submit(self, index: int, ids: list[int], started: str, clock: float) -> SubmitSummary:
@@ -165,32 +215,94 @@ class Judge:
         target = self.paths.checkpoints / submit_dirname(index)
         checkpoints.snapshot(self.paths.system, target)
         metrics = checkpoints.write_metrics(target)
-        self.events("submit.snapshot", submit_index=index, checkpoint=f"checkpoints/{target.name}", tree_hash=metrics["tree_hash"], source_lines=metrics["source_lines"])
+        self.events(
+            "submit.snapshot",
+            submit_index=index,
+            checkpoint=f"checkpoints/{target.name}",
+            tree_hash=metrics["tree_hash"],
+            source_lines=metrics["source_lines"],
+        )
         problem = checkpoints.scan(target)
         if problem is not None:
-            summary = self._summary(index, ids, problem.verdict, problem.message, started, clock, None, remaining=remaining_after, first_global=first_global)
-            self._commit(summary, [self._error_line(problem.verdict, problem.message, problem.traceback)], [])
+            summary = self._summary(
+                index,
+                ids,
+                problem.verdict,
+                problem.message,
+                started,
+                clock,
+                None,
+                remaining=remaining_after,
+                first_global=first_global,
+            )
+            self._commit(
+                summary, [self._error_line(problem.verdict, problem.message, problem.traceback)], []
+            )
             return summary
         seeds = self.settings.splits.train
         tasks = [EpisodeTask(i, seeds[case], i) for i, case in enumerate(ids)]
         meta = self._policy_meta(index, len(ids), remaining_after)
-        outcome = self.pool.run(self._job(target, meta), tasks, record=True, obs_external=self.settings.spec.obs_storage == "external", max_steps=self.settings.spec.max_episode_steps)
+        outcome = self.pool.run(
+            self._job(target, meta),
+            tasks,
+            record=True,
+            obs_external=self.settings.spec.obs_storage == "external",
+            max_steps=self.settings.spec.max_episode_steps,
+        )
         if isinstance(outcome, InitFailure):
-            summary = self._summary(index, ids, outcome.verdict, outcome.message, started, clock, None, remaining=remaining_after, first_global=first_global)
-            self._commit(summary, [self._error_line(outcome.verdict, outcome.message, outcome.traceback)], [])
+            summary = self._summary(
+                index,
+                ids,
+                outcome.verdict,
+                outcome.message,
+                started,
+                clock,
+                None,
+                remaining=remaining_after,
+                first_global=first_global,
+            )
+            self._commit(
+                summary, [self._error_line(outcome.verdict, outcome.message, outcome.traceback)], []
+            )
             return summary
-        summary = self._summary(index, ids, Verdict.OK, None, started, clock, outcome, remaining=remaining_after, first_global=first_global)
+        summary = self._summary(
+            index,
+            ids,
+            Verdict.OK,
+            None,
+            started,
+            clock,
+            outcome,
+            remaining=remaining_after,
+            first_global=first_global,
+        )
         lines = list(episode_error_lines(outcome, summary.submit_completed_at).values())
         self._commit(summary, lines, outcome)
         return summary
 
-    def _commit(self, summary: SubmitSummary, errors: list[ErrorLine], episodes: list[EpisodeResult]) -> None:
-        write_feedback(self.paths.feedback, summary, errors, episodes, episode_width=self.episode_width)
+    def _commit(
+        self, summary: SubmitSummary, errors: list[ErrorLine], episodes: list[EpisodeResult]
+    ) -> None:
+        write_feedback(
+            self.paths.feedback, summary, errors, episodes, episode_width=self.episode_width
+        )
         record = record_from_summary(dump_summary(summary), self.paths.checkpoints)
-        self.ledger.append({"type": "submit_commit", "index": summary.submit_index, "submit": record.model_dump()})
-        self.events("submit.finish", submit_index=summary.submit_index, status=summary.status, cost=record.cost, mean_return=summary.mean_return, remaining_budget=summary.remaining_budget, wall_time_seconds=summary.wall_time_seconds)
+        self.ledger.append(
+            {"type": "submit_commit", "index": summary.submit_index, "submit": record.model_dump()}
+        )
+        self.events(
+            "submit.finish",
+            submit_index=summary.submit_index,
+            status=summary.status,
+            cost=record.cost,
+            mean_return=summary.mean_return,
+            remaining_budget=summary.remaining_budget,
+            wall_time_seconds=summary.wall_time_seconds,
+        )
 
-    def _summary(self, index, ids, status, message, started, clock, results, *, remaining, first_global=None) -> SubmitSummary:
+    def _summary(
+        self, index, ids, status, message, started, clock, results, *, remaining, first_global=None
+    ) -> SubmitSummary:
         fields: dict[str, Any] = {}
         ran = results is not None and len(results) > 0
         if ran:
@@ -211,9 +323,13 @@ class Judge:
         )
 
     def _error_line(self, category, message, traceback=None) -> ErrorLine:
-        return ErrorLine(timestamp=utc_now(), category=str(category), message=message, traceback=traceback)
+        return ErrorLine(
+            timestamp=utc_now(), category=str(category), message=message, traceback=traceback
+        )
 
-    def _policy_meta(self, submit_index: int, n_episodes: int, remaining_after: int) -> dict[str, Any]:
+    def _policy_meta(
+        self, submit_index: int, n_episodes: int, remaining_after: int
+    ) -> dict[str, Any]:
         meta = self.env_meta()
         return {
             "env": meta.env,
@@ -233,7 +349,9 @@ class Judge:
 
     # -- finalize ---------------------------------------------------------------------------------
 
-    def _evaluate(self, submit_index: int, cost: int, seeds: list[int], progress: Callable[[int], None]) -> list[EpisodeResult] | InitFailure:
+    def _evaluate(
+        self, submit_index: int, cost: int, seeds: list[int], progress: Callable[[int], None]
+    ) -> list[EpisodeResult] | InitFailure:
         meta = self._policy_meta(submit_index, cost, 0)
         target = self.paths.checkpoints / submit_dirname(submit_index)
         tasks = [EpisodeTask(i, seed, i) for i, seed in enumerate(seeds)]
@@ -248,7 +366,14 @@ class Judge:
                 if done[0] % step == 0 or done[0] == len(tasks):
                     progress(done[0])
 
-        return self.pool.run(self._job(target, meta), tasks, record=False, sealed=True, max_steps=self.settings.spec.max_episode_steps, on_episode=tick)
+        return self.pool.run(
+            self._job(target, meta),
+            tasks,
+            record=False,
+            sealed=True,
+            max_steps=self.settings.spec.max_episode_steps,
+            on_episode=tick,
+        )
 
     def finalize(self, progress: Callable[[str], None] = lambda _line: None) -> Selection:
         """Validate every ok checkpoint not yet validated (results are journaled, so this resumes),
@@ -262,22 +387,42 @@ class Judge:
                 if submit.index in self.ledger.validation:
                     continue
                 label = f"validation {number}/{len(candidates)} (submit {submit.index})"
-                outcome = self._evaluate(submit.index, submit.cost, splits.valid, lambda n, label=label: progress(f"{label}: {n}/{len(splits.valid)} episodes"))
+                outcome = self._evaluate(
+                    submit.index,
+                    submit.cost,
+                    splits.valid,
+                    lambda n, label=label: progress(f"{label}: {n}/{len(splits.valid)} episodes"),
+                )
                 self.ledger.append({"type": "validation", "index": submit.index, **_score(outcome)})
-            val_scores = {i: r["mean"] for i, r in sorted(self.ledger.validation.items()) if r["mean"] is not None}
+            val_scores = {
+                i: r["mean"]
+                for i, r in sorted(self.ledger.validation.items())
+                if r["mean"] is not None
+            }
             val_errors = {i: r["errors"] for i, r in sorted(self.ledger.validation.items())}
             eligible = [i for i in val_scores if val_errors[i] == 0]
             best = None
             for index in eligible:
                 if best is None or val_scores[index] >= val_scores[best]:
                     best = index
-            if best is not None and (self.ledger.heldout is None or self.ledger.heldout["index"] != best):
+            if best is not None and (
+                self.ledger.heldout is None or self.ledger.heldout["index"] != best
+            ):
                 cost = next(s.cost for s in candidates if s.index == best)
-                outcome = self._evaluate(best, cost, splits.heldout, lambda n: progress(f"held-out (submit {best}): {n}/{len(splits.heldout)} episodes"))
+                outcome = self._evaluate(
+                    best,
+                    cost,
+                    splits.heldout,
+                    lambda n: progress(
+                        f"held-out (submit {best}): {n}/{len(splits.heldout)} episodes"
+                    ),
+                )
                 self.ledger.append({"type": "heldout", "index": best, **_score(outcome)})
             if best is not None:
                 checkpoints.mirror(self.paths.checkpoints / submit_dirname(best), self.paths.system)
-            return Selection(val_scores, val_errors, best, self.ledger.heldout if best is not None else None)
+            return Selection(
+                val_scores, val_errors, best, self.ledger.heldout if best is not None else None
+            )
 
     def close(self, outcome: dict[str, Any]) -> None:
         """Journal the outcome; no submit is accepted afterwards."""
@@ -294,6 +439,18 @@ class Judge:
 def _score(outcome: list[EpisodeResult] | InitFailure) -> dict[str, Any]:
     """Journal fields of one hidden evaluation."""
     if isinstance(outcome, InitFailure):
-        return {"mean": None, "std": None, "returns": [], "errors": -1, "failure": outcome.verdict, "message": outcome.message}
+        return {
+            "mean": None,
+            "std": None,
+            "returns": [],
+            "errors": -1,
+            "failure": outcome.verdict,
+            "message": outcome.message,
+        }
     stats = episode_statistics(outcome)
-    return {"mean": stats["mean_return"], "std": stats["std_return"], "returns": stats["returns"], "errors": len(stats["errors"])}
+    return {
+        "mean": stats["mean_return"],
+        "std": stats["std_return"],
+        "returns": stats["returns"],
+        "errors": len(stats["errors"]),
+    }

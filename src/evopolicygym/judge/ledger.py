@@ -124,7 +124,9 @@ class Ledger:
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
         if ledger.closed is None:
-            ledger.append({"type": "open" if ledger.opened_at is None else "resume", "budget": budget})
+            ledger.append(
+                {"type": "open" if ledger.opened_at is None else "resume", "budget": budget}
+            )
         ledger._settle(checkpoints, feedback)
         return ledger
 
@@ -135,10 +137,21 @@ class Ledger:
         index = pending["index"]
         summary = feedback / submit_dirname(index) / "summary.json"
         if summary.exists():
-            self.append({"type": "submit_commit", "index": index, "submit": record_from_summary(json.loads(summary.read_text()), checkpoints).model_dump(), "recovered": True})
+            self.append(
+                {
+                    "type": "submit_commit",
+                    "index": index,
+                    "submit": record_from_summary(
+                        json.loads(summary.read_text()), checkpoints
+                    ).model_dump(),
+                    "recovered": True,
+                }
+            )
             return
         shutil.rmtree(checkpoints / submit_dirname(index), ignore_errors=True)
-        for leftover in list(checkpoints.glob(f".{submit_dirname(index)}*")) + list(feedback.glob(f".{submit_dirname(index)}*")):
+        for leftover in list(checkpoints.glob(f".{submit_dirname(index)}*")) + list(
+            feedback.glob(f".{submit_dirname(index)}*")
+        ):
             shutil.rmtree(leftover, ignore_errors=True)
         self.append({"type": "submit_rollback", "index": index})
 

@@ -29,7 +29,9 @@ class RunSection(_Strict):
     exp_id: str = Field("default", alias="exp_id", description="Experiment id (directory name).")
     minimum: int = Field(1, gt=0, description="Fewest episodes per submit.")
     maximum: int | None = Field(None, gt=0, description="Most episodes per submit; default budget.")
-    valid_size: int | None = Field(None, ge=1, description="Validation cases (first N of the pool).")
+    valid_size: int | None = Field(
+        None, ge=1, description="Validation cases (first N of the pool)."
+    )
     final_size: int | None = Field(None, ge=1, description="Held-out cases (first N of the pool).")
     jobs: int | None = Field(None, ge=1, description="Policy workers; default: number of cores.")
 

@@ -10,6 +10,7 @@ whole call with an :class:`InitFailure`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -32,7 +33,17 @@ from ._results import EpisodeError, EpisodeResult, InitFailure
 INIT_GRACE_S = 60.0
 EPISODE_GRACE_S = 15.0
 # Variables a worker inherits; everything else (including EVOPOLICYGYM_* run paths) is dropped.
-INHERITED_VARIABLES = ("PATH", "LANG", "LC_ALL", "TZ", "MUJOCO_GL", "PYOPENGL_PLATFORM", "MINIWOB_URL", "EVOPOLICYGYM_ENVSPECS", "VIRTUAL_ENV")
+INHERITED_VARIABLES = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "MUJOCO_GL",
+    "PYOPENGL_PLATFORM",
+    "MINIWOB_URL",
+    "EVOPOLICYGYM_ENVSPECS",
+    "VIRTUAL_ENV",
+)
 
 
 class EpisodeTask(NamedTuple):
@@ -78,8 +89,7 @@ class _Worker:
 
     def __init__(self, env_spec: dict[str, Any], limits: LimitsSection, log_path: Path | None):
         self.scratch = Path(tempfile.mkdtemp(prefix="epg-scratch-"))
-        log = open(log_path, "ab") if log_path else subprocess.DEVNULL
-        try:
+        with open(log_path or os.devnull, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "evopolicygym.rollout.worker"],
                 stdin=subprocess.PIPE,
@@ -89,9 +99,6 @@ class _Worker:
                 env=worker_environment(self.scratch),
                 start_new_session=True,
             )
-        finally:
-            if log_path:
-                log.close()
         self.reader = FrameReader(self.process.stdout.fileno())
         self.limits = limits
         self.send({"op": "prepare", "env_spec": env_spec, "limits": limits.model_dump()})
@@ -113,10 +120,8 @@ class _Worker:
         write_frame(self.process.stdin.fileno(), header)
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def death_reason(self) -> tuple[str, str]:
         """Why the worker went away, as (category, message)."""
@@ -131,25 +136,24 @@ class _Worker:
             if category == "killed":
                 category = "oom"  # not killed by us, so by the kernel: out of memory
             return category, f"policy worker was killed by {sig.name} ({category})"
-        return "worker_crash", f"policy worker exited with status {code} (did the policy call exit?)"
+        return (
+            "worker_crash",
+            f"policy worker exited with status {code} (did the policy call exit?)",
+        )
 
     def close(self) -> threading.Thread:
         """Close the pipes (the worker exits on end of input) and reap it in the background;
         returns the reaping thread."""
         for stream in (self.process.stdin, self.process.stdout):
-            try:
+            with contextlib.suppress(OSError):
                 stream.close()
-            except OSError:
-                pass
         reaper = threading.Thread(target=self._reap, daemon=True)
         reaper.start()
         return reaper
 
     def _reap(self) -> None:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         self.kill()  # the whole group: processes the policy started die with their worker
         self.process.wait()
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -162,7 +166,13 @@ class WorkerPool:
     warm workers for the next one; :meth:`close` stops them. Calls to :meth:`run` must not
     overlap (the judge serializes them)."""
 
-    def __init__(self, env_spec: dict[str, Any], jobs: int, limits: LimitsSection, log_path: Path | None = None):
+    def __init__(
+        self,
+        env_spec: dict[str, Any],
+        jobs: int,
+        limits: LimitsSection,
+        log_path: Path | None = None,
+    ):
         if jobs < 1:
             raise ValueError("jobs must be at least 1")
         self.env_spec = env_spec
@@ -220,13 +230,17 @@ class WorkerPool:
         lock = threading.Lock()
 
         def lane(number: int, lane_tasks: list[EpisodeTask]) -> None:
-            for result in self._run_lane(job, lane_tasks, record, obs_external, max_steps, sealed, failures, number):
+            for result in self._run_lane(
+                job, lane_tasks, record, obs_external, max_steps, sealed, failures, number
+            ):
                 with lock:
                     results[result.index] = result
                 if on_episode:
                     on_episode(result)
 
-        threads = [threading.Thread(target=lane, args=(n, t), daemon=True) for n, t in enumerate(lanes)]
+        threads = [
+            threading.Thread(target=lane, args=(n, t), daemon=True) for n, t in enumerate(lanes)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -250,7 +264,11 @@ class WorkerPool:
                         return
                     # It started before and fails now: charge the rest to the crash, don't loop.
                     for task in pending:
-                        yield _failed(task, "worker_crash", f"policy worker could not restart: {failure.message}")
+                        yield _failed(
+                            task,
+                            "worker_crash",
+                            f"policy worker could not restart: {failure.message}",
+                        )
                     return
                 started_once = True
                 while pending:
@@ -269,7 +287,10 @@ class WorkerPool:
             header, _ = worker.reader.read(deadline)
         except FrameTimeout:
             worker.kill()
-            return InitFailure(verdict="init_timeout", message=f"the policy did not start within {self.limits.init_timeout_s} s")
+            return InitFailure(
+                verdict="init_timeout",
+                message=f"the policy did not start within {self.limits.init_timeout_s} s",
+            )
         except (FrameError, OSError):
             category, message = worker.death_reason()
             verdict = "oom" if category == "oom" else "worker_crash"
@@ -282,12 +303,23 @@ class WorkerPool:
             except ValueError:
                 pass
         worker.kill()
-        return InitFailure(verdict="worker_crash", message="policy worker sent an unexpected message during start-up")
+        return InitFailure(
+            verdict="worker_crash",
+            message="policy worker sent an unexpected message during start-up",
+        )
 
     def _episode(self, worker, task, record, obs_external, max_steps) -> EpisodeResult:
         try:
             worker.send(
-                {"op": "episode", "index": task.index, "seed": task.seed, "episode_index": task.episode_index, "max_steps": max_steps, "record": record, "obs_external": obs_external}
+                {
+                    "op": "episode",
+                    "index": task.index,
+                    "seed": task.seed,
+                    "episode_index": task.episode_index,
+                    "max_steps": max_steps,
+                    "record": record,
+                    "obs_external": obs_external,
+                }
             )
         except OSError:  # the worker died between episodes
             return _failed(task, *worker.death_reason())
@@ -296,7 +328,11 @@ class WorkerPool:
             header, blobs = worker.reader.read(deadline)
         except FrameTimeout:
             worker.kill()
-            return _failed(task, "episode_timeout", f"episode exceeded the {self.limits.rollout_wall_s} s limit and its worker was killed")
+            return _failed(
+                task,
+                "episode_timeout",
+                f"episode exceeded the {self.limits.rollout_wall_s} s limit and its worker was killed",
+            )
         except (FrameError, OSError):
             return _failed(task, *worker.death_reason())
         try:
@@ -305,7 +341,9 @@ class WorkerPool:
             result = EpisodeResult.model_validate({**header, "return_": header.get("return")})
         except ValueError as exc:
             worker.kill()
-            return _failed(task, "worker_crash", f"policy worker sent an invalid episode result: {exc}")
+            return _failed(
+                task, "worker_crash", f"policy worker sent an invalid episode result: {exc}"
+            )
         if record and len(blobs) == 2:
             result.trajectory, result.observations = blobs
         return result
@@ -315,4 +353,9 @@ _FATAL = {"episode_timeout", "oom", "cpu_limit", "file_size_limit", "worker_cras
 
 
 def _failed(task: EpisodeTask, category: str, message: str) -> EpisodeResult:
-    return EpisodeResult(index=task.index, return_=0.0, length=0, error=EpisodeError(category=category, message=message))
+    return EpisodeResult(
+        index=task.index,
+        return_=0.0,
+        length=0,
+        error=EpisodeError(category=category, message=message),
+    )

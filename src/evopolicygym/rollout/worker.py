@@ -154,7 +154,9 @@ class SealedPolicy:
         except (FrameError, OSError):
             raise PolicyFailure(*self._death()) from None
         if reply.get("op") == "error":
-            raise PolicyFailure(str(reply.get("category")), str(reply.get("message")), reply.get("traceback"))
+            raise PolicyFailure(
+                str(reply.get("category")), str(reply.get("message")), reply.get("traceback")
+            )
         return reply
 
     def reset(self, episode_index: int, limit: float) -> None:
@@ -235,11 +237,23 @@ class Worker:
 
     def init(self, message: dict[str, Any], env_problem: str | None) -> bool:
         if env_problem is not None:
-            self.send({"op": "init_failed", "verdict": "env_error", "message": env_problem.splitlines()[0], "traceback": env_problem})
+            self.send(
+                {
+                    "op": "init_failed",
+                    "verdict": "env_error",
+                    "message": env_problem.splitlines()[0],
+                    "traceback": env_problem,
+                }
+            )
             return False
         self.init_message = message
         self.scratch = Path(message["scratch"]) / "system"
-        shutil.copytree(message["checkpoint"], self.scratch, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            message["checkpoint"],
+            self.scratch,
+            symlinks=True,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         os.chdir(self.scratch)
         if message.get("sealed"):
             failure = self._fork_policy()
@@ -268,7 +282,13 @@ class Worker:
             policy_class = getattr(module, "Policy", None)
             if policy_class is None:
                 raise AttributeError("policy.py defines no class Policy")
-            policy = self.watchdog.call(deadline - time.monotonic(), policy_class, message["obs_space"], message["action_space"], message["env_meta"])
+            policy = self.watchdog.call(
+                deadline - time.monotonic(),
+                policy_class,
+                message["obs_space"],
+                message["action_space"],
+                message["env_meta"],
+            )
         except PolicyTimeout as exc:
             return self._init_failure("init_timeout", exc, out, err), None
         except MemoryError as exc:
@@ -280,11 +300,20 @@ class Worker:
         self.pending_output = (out.value(), err.value())
         return None, policy
 
-    def _init_failure(self, verdict: str, exc: BaseException, out: CappedWriter, err: CappedWriter) -> dict[str, Any]:
+    def _init_failure(
+        self, verdict: str, exc: BaseException, out: CappedWriter, err: CappedWriter
+    ) -> dict[str, Any]:
         message = f"{type(exc).__name__}: {exc}"
         if verdict == "init_timeout":
             message = f"import + Policy() took longer than {self.limits['init_timeout_s']} s"
-        return {"op": "init_failed", "verdict": verdict, "message": message, "traceback": self._relative_traceback(exc), "stdout": out.value(), "stderr": err.value()}
+        return {
+            "op": "init_failed",
+            "verdict": verdict,
+            "message": message,
+            "traceback": self._relative_traceback(exc),
+            "stdout": out.value(),
+            "stderr": err.value(),
+        }
 
     def _fork_policy(self) -> dict[str, Any] | None:
         """Start a sealed policy process (fork: the environment is built, no seed given yet)."""
@@ -299,10 +328,18 @@ class Worker:
             reply, _ = sealed.reader.read(time.monotonic() + self.limits["init_timeout_s"] + 5)
         except FrameTimeout:
             sealed.kill()
-            return {"op": "init_failed", "verdict": "init_timeout", "message": f"import + Policy() took longer than {self.limits['init_timeout_s']} s"}
+            return {
+                "op": "init_failed",
+                "verdict": "init_timeout",
+                "message": f"import + Policy() took longer than {self.limits['init_timeout_s']} s",
+            }
         except (FrameError, OSError):
             category, text = sealed._death()
-            return {"op": "init_failed", "verdict": "oom" if category == "oom" else "worker_crash", "message": text}
+            return {
+                "op": "init_failed",
+                "verdict": "oom" if category == "oom" else "worker_crash",
+                "message": text,
+            }
         if reply.get("op") != "ready":
             sealed.kill()
             return reply
@@ -346,7 +383,12 @@ class Worker:
                     reply = {"op": "action", "action": to_jsonsafe(policy.act(request["obs"]))}
             except BaseException as exc:
                 category = "oom" if isinstance(exc, MemoryError) else phase
-                reply = {"op": "error", "category": category, "message": f"{type(exc).__name__}: {exc}", "traceback": self._relative_traceback(exc)}
+                reply = {
+                    "op": "error",
+                    "category": category,
+                    "message": f"{type(exc).__name__}: {exc}",
+                    "traceback": self._relative_traceback(exc),
+                }
             write_frame(sock.fileno(), reply)
 
     # -- episodes ------------------------------------------------------------------------------
@@ -370,7 +412,9 @@ class Worker:
             if isinstance(self.policy, SealedPolicy) and not self.policy.alive:
                 failure = self._fork_policy()  # the last one was killed: a fresh policy process
                 if failure is not None:
-                    raise PolicyFailure("worker_crash", f"policy could not restart: {failure.get('message')}")
+                    raise PolicyFailure(
+                        "worker_crash", f"policy could not restart: {failure.get('message')}"
+                    )
             policy = self.policy
             policy.reset(message["episode_index"], min(act_limit, wall_limit))
             phase = "env_error"
@@ -384,7 +428,17 @@ class Worker:
                 total += turn.reward
                 if record:
                     raw_obs.append(obs)
-                    rows.append({"t": step, "obs": visible, "action": action, "reward": turn.reward, "terminated": turn.terminated, "truncated": turn.truncated, "info": turn.info})
+                    rows.append(
+                        {
+                            "t": step,
+                            "obs": visible,
+                            "action": action,
+                            "reward": turn.reward,
+                            "terminated": turn.terminated,
+                            "truncated": turn.truncated,
+                            "info": turn.info,
+                        }
+                    )
                 obs = turn.obs
                 if turn.terminated or turn.truncated:
                     break
@@ -392,9 +446,19 @@ class Worker:
         except PolicyTimeout as exc:
             kind = "episode_timeout" if time.monotonic() >= deadline - 1e-3 else "act_timeout"
             limit = wall_limit if kind == "episode_timeout" else act_limit
-            error = self._error(kind, f"{phase.split('_')[0]}() exceeded the {limit} s {kind.replace('_', ' ')} limit", exc, step)
+            error = self._error(
+                kind,
+                f"{phase.split('_')[0]}() exceeded the {limit} s {kind.replace('_', ' ')} limit",
+                exc,
+                step,
+            )
         except PolicyFailure as exc:
-            error = {"category": exc.category, "message": exc.message, "traceback": exc.traceback_text, "step_index": step}
+            error = {
+                "category": exc.category,
+                "message": exc.message,
+                "traceback": exc.traceback_text,
+                "step_index": step,
+            }
         except MemoryError as exc:
             error = self._error("oom", f"MemoryError: {exc}", exc, step)
         except OSError as exc:
@@ -419,7 +483,9 @@ class Worker:
         }
         blobs: list[bytes] = []
         if record:
-            obs_blob, header["obs_format"] = _externalize(raw_obs, message.get("obs_external", False))
+            obs_blob, header["obs_format"] = _externalize(
+                raw_obs, message.get("obs_external", False)
+            )
             if obs_blob is not None:
                 for row in rows:
                     row["obs"] = None

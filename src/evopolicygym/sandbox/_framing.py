@@ -56,7 +56,9 @@ class FrameReader:
             if deadline is not None:
                 wait = deadline - time.monotonic()
                 if wait <= 0 or not select.select([self.fd], [], [], wait)[0]:
-                    raise FrameTimeout(f"no complete frame within the time limit ({count - remaining}/{count} bytes)")
+                    raise FrameTimeout(
+                        f"no complete frame within the time limit ({count - remaining}/{count} bytes)"
+                    )
             chunk = os.read(self.fd, min(remaining, 1 << 20))
             if not chunk:
                 raise FrameError("worker closed its pipe")

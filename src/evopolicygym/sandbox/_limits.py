@@ -36,7 +36,7 @@ def apply_rlimits(limits: dict[str, Any]) -> dict[str, int]:
         value = limits.get(field)
         if value is None:
             continue
-        soft, hard = resource.getrlimit(which)
+        _soft, hard = resource.getrlimit(which)
         new_hard = value if hard == resource.RLIM_INFINITY else min(hard, value)
         new_soft = min(value, new_hard)
         # RLIMIT_CPU sends SIGXCPU at the soft limit; keep a 1 s margin before the hard SIGKILL.

@@ -29,7 +29,9 @@ class Policy:
 
 def call(url, body=None):
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
+    request = urllib.request.Request(
+        url, data=data, headers={"Content-Type": "application/json"} if data else {}
+    )
     try:
         with urllib.request.urlopen(request) as response:
             return json.load(response)
@@ -57,7 +59,10 @@ def main():
         start = (turn * args.batch) % info["env_meta"]["n_env_instances"]
         ids = [(start + i) % info["env_meta"]["n_env_instances"] for i in range(count)]
         reply = call(os.environ["EVOPOLICYGYM_SUBMIT_URL"], {"env_instances": ids})
-        print(json.dumps({"turn": turn, "text": f"submitted {ids}: {reply.get('status')}"}), flush=True)
+        print(
+            json.dumps({"turn": turn, "text": f"submitted {ids}: {reply.get('status')}"}),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
