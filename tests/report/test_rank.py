@@ -90,6 +90,12 @@ def test_rank_score_is_the_mean_over_environments_with_wins_and_top_two():
     assert list(board.index) == ["b", "a", "c"]
 
 
+def test_unscored_cells_earn_nothing_even_when_nobody_scored():
+    board = rank_scores(cells([("a", "e", math.nan, "f"), ("b", "e", math.nan, "f")]))
+    assert list(board["rank_score"]) == [0.0, 0.0]
+    assert list(board["wins"]) == [0, 0] and list(board["top_two"]) == [0, 0]
+
+
 def test_single_entrant_has_no_rank_score():
     board = rank_scores(cells([("a", "e", 1.0, "f")]))
     assert math.isnan(board.loc[0, "rank_score"])

@@ -32,7 +32,8 @@ RUN_COLUMNS = [
 RANK_NOTE = (
     "Rank score: within each environment, place = 1 + entrants strictly better (ties share the "
     "better place), score = (N - place) / (N - 1), averaged over environments. A cell's score "
-    "is the mean held-out score of its completed runs; a cell with none is placed last."
+    "is the mean held-out score of its completed runs; a cell with none is placed last and "
+    "scores 0."
 )
 
 

@@ -4,8 +4,9 @@ Within each environment the N entrants are placed by score: ``place = 1 + number
 strictly better`` (ties share the better place); the environment score is
 ``(N - place) / (N - 1)``; an entrant's rank score is the mean over the environments it has.
 An entrant without a completed run on an environment (error, no ok submit, missing) is placed
-behind every entrant with a score there: a recorded ``final_score`` of 0 for ``no_ok_submit``
-would otherwise beat every real return on environments with negative rewards.
+behind every entrant with a score there and earns 0 for it (never a win or a top-two place): a
+recorded ``final_score`` of 0 for ``no_ok_submit`` would otherwise beat every real return on
+environments with negative rewards.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def place_entrants(cells: pd.DataFrame) -> pd.DataFrame:
     cells["n"] = counts
     cells["place"] = places
     cells["env_score"] = [
-        (n - place) / (n - 1) if n > 1 else math.nan
-        for n, place in zip(cells["n"], cells["place"], strict=True)
+        math.nan if n < 2 else 0.0 if math.isnan(score) else (n - place) / (n - 1)
+        for n, place, score in zip(cells["n"], cells["place"], cells["score"], strict=True)
     ]
     return cells
 
@@ -69,8 +70,8 @@ def rank_scores(cells: pd.DataFrame) -> pd.DataFrame:
             "entrant": entrant,
             "source": group["source"].iloc[0],
             "rank_score": group["env_score"].mean(),
-            "wins": int((group["place"] == 1).sum()),
-            "top_two": int((group["place"] <= 2).sum()),
+            "wins": int(((group["place"] == 1) & group["score"].notna()).sum()),
+            "top_two": int(((group["place"] <= 2) & group["score"].notna()).sum()),
             "envs": len(group),
         }
         for family in families:
