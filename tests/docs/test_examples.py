@@ -74,9 +74,9 @@ def test_toy_command_agent_finds_the_best_constant_action(tmp_path):
 def test_cartpole_hillclimb_example_completes_and_selects_by_validation(tmp_path):
     record = run_example("cartpole-hillclimb.toml", tmp_path / "run")
     assert record.outcome.status == "completed"
-    assert record.budget.used == 32
-    assert record.experiment_dimensions["valid_size"] == 16
-    assert len(record.outcome.heldout_returns) == 32
+    assert record.budget.used == 16
+    assert record.experiment_dimensions["valid_size"] == 8
+    assert len(record.outcome.heldout_returns) == 16
     scores = {int(k): v for k, v in record.outcome.val_scores.items()}
     best = record.outcome.best_submit_index
     assert scores[best] == max(scores.values())
