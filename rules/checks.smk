@@ -14,7 +14,7 @@ rule check_env:
     message:
         "check-envs: {wildcards.env}"
     shell:
-        "{EVOPOLICYGYM} check-envs --env {wildcards.env} --min-level {params.min_level}"
+        "evopolicygym check-envs --env {wildcards.env} --min-level {params.min_level}"
         " --output {output} > {log} 2>&1 || test -s {output}"
 
 

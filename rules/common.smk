@@ -2,9 +2,10 @@
 # split directories they read, the environments to check, and lookups used by the rules.
 # Kept light: every cluster job re-executes this file.
 
-import shlex
-import sys
+import shutil
 from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
 
 from evopolicygym.protocol import HARNESS_VERSION
 from evopolicygym.suites import (
@@ -19,14 +20,16 @@ SUITES = load_suites([*config["suites"], config["smoke_suite"]], base=REPO)
 SMOKE = load_suite(REPO / config["smoke_suite"]).slug
 JOB_BY_ROOT = {str(job.root): job for suite in SUITES.values() for job in suite.jobs}
 DATA = merged_data_requests(SUITES)
-# The CLI of the interpreter running Snakemake (also on cluster nodes): works without an
-# activated environment, and is not a param, so moving the environment re-runs nothing.
-EVOPOLICYGYM = f"{shlex.quote(sys.executable)} -m evopolicygym.cli"
+if shutil.which("evopolicygym") is None:
+    raise WorkflowError(
+        "`evopolicygym` is not on PATH: activate the project environment "
+        "(source .venv/bin/activate) or run `uv run snakemake ...`"
+    )
 RESULTS = config["results"]
 LOGS = config["logs"]
 ARCHIVE = REPO / config["report"]["archive"]
-# Output patterns shared by a rule and the rules that expand them (plain strings: with a
-# default storage provider, rules.<name>.output holds storage objects that expand() rejects).
+# Output patterns shared by a producing step and the steps that expand them (plain strings: a
+# default storage provider turns rules.<name>.output into objects that expand() rejects).
 CHECK_RESULT = f"{RESULTS}/check-envs/envs/{{env}}.json"
 REPORT = f"{RESULTS}/{{suite}}"
 

@@ -31,7 +31,7 @@ for suite in SUITES.values():
             "run {params.job}: {params.env} with {params.agent}"
         run:
             shell(
-                "{EVOPOLICYGYM} run --suite {params.suite} --job {params.job}"
+                "evopolicygym run --suite {params.suite} --job {params.job}"
                 ' --root "$(dirname {output})" --jobs {threads}'
                 " > {log} 2>&1 || test -s {output}"
             )

@@ -6,6 +6,7 @@ against the repository's Snakefile, so the checkout stays clean."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -18,6 +19,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 EVOPOLICYGYM = [sys.executable, "-m", "evopolicygym.cli"]
+# Workflow jobs call `evopolicygym`: put this environment's scripts first on PATH.
+ENV = {
+    **os.environ,
+    "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+}
 
 
 def snakemake(workdir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -26,6 +32,7 @@ def snakemake(workdir: Path, *args: str, timeout: float = 300) -> subprocess.Com
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=ENV,
     )
 
 
@@ -76,6 +83,7 @@ def test_smoke_suite_runs_reports_and_then_has_nothing_to_do(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
+        env=ENV,
     )
     assert again.returncode == 0, again.stderr[-3000:]
     assert "Nothing to be done" in again.stdout + again.stderr
@@ -121,6 +129,7 @@ def test_suite_command_plans_through_the_snakemake_api(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
+        env=ENV,
     )
     assert plan.returncode == 0, plan.stderr[-3000:]
     assert job_counts(plan.stdout + plan.stderr)["run_smoke8"] == 6
@@ -144,6 +153,20 @@ def test_kubernetes_profile_dry_runs(tmp_path):
     )
     assert plan.returncode == 0, plan.stderr[-3000:]
     assert job_counts(plan.stdout)["run_main128_codex"] == 16
+
+
+@pytest.mark.slow
+def test_lint_finds_only_the_missing_conda_or_container_declaration():
+    """The rules run in the project's own environment (uv or the Nix dev shell; Snakemake has no
+    Nix deployment method), so Snakemake's "specify a conda environment or container" lint is
+    the one lint expected; anything else is a regression."""
+    lint = subprocess.run(
+        [*SNAKEMAKE, "--lint"], capture_output=True, text=True, timeout=300, env=ENV, cwd=REPO
+    )
+    output = lint.stdout + lint.stderr
+    assert "Lints for snakefile" not in output, output
+    titles = set(re.findall(r"^    \* (.+?):?$", output, re.MULTILINE))
+    assert titles == {"Specify a conda environment or container for each rule."}, output
 
 
 def test_workflow_files_are_snakefmt_formatted():
