@@ -193,9 +193,13 @@ class WorkerPool:
                 self._warm.append(self._spawn())
 
     def _take(self) -> _Worker:
+        """A warm worker if one is waiting (a replacement starts warming at once, so that
+        back-to-back runs such as finalize's do not wait for process start-up), else a new one."""
         with self._lock:
             if self._warm:
-                return self._warm.pop(0)
+                worker = self._warm.pop(0)
+                self._warm.append(self._spawn())
+                return worker
         return self._spawn()
 
     def close(self) -> None:
