@@ -34,5 +34,8 @@ class BudgetView:
         size = max(self.minimum, min(desired, cap))
         leftover = self.remaining - size
         if 0 < leftover < self.minimum:
-            size = self.remaining if self.remaining <= self.maximum else size - self.minimum
+            if self.remaining <= self.maximum:
+                size = self.remaining
+            elif self.remaining - self.minimum >= self.minimum:
+                size = min(self.maximum, self.remaining - self.minimum)
         return size

@@ -116,17 +116,18 @@ class HillClimb:
         s.children_on_probe += 1
         parent_mean = float(np.mean([s.parent_returns[i] for i in candidate.ids]))
         child_mean = None if returns is None else float(np.mean(returns))
-        if child_mean is not None and child_mean >= parent_mean:
-            improved = child_mean > parent_mean
+        if child_mean is not None and child_mean > parent_mean:
             s.parent = list(candidate.params)
             s.parent_returns = dict(zip(candidate.ids, returns, strict=True))
             s.accepted += 1
-            if improved:
-                s.sigma = min(SIGMA_MAX, s.sigma * SUCCESS_FACTOR)
-            verdict = "improved" if improved else "tied, accepted"
+            s.sigma = min(SIGMA_MAX, s.sigma * SUCCESS_FACTOR)
+            verdict = "improved, accepted"
+        elif child_mean is not None and child_mean == parent_mean:
+            # A tie proves nothing; keeping the parent keeps what earlier probes showed.
+            verdict = "tied, parent kept"
         else:
             s.sigma = max(SIGMA_MIN, s.sigma * FAILURE_FACTOR)
-            verdict = "rejected"
+            verdict = "worse, rejected"
         return (
             f"child {s.generation}: mean {child_mean} vs parent {parent_mean:.3f} on "
             f"{candidate.ids}: {verdict}; step size {s.sigma:.3f}"

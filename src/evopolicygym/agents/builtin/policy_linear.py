@@ -180,7 +180,7 @@ class Actions:
         return out, at
 
 
-def load_params(path=PARAMS_FILE):
+def load_params(path):
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     return np.array(data["weights"], dtype=float), np.array(data["bias"], dtype=float)
 
@@ -189,7 +189,7 @@ class Policy:
     def __init__(self, obs_space, action_space, env_meta):
         self.features = Features(obs_space)
         self.actions = Actions(action_space)
-        self.weights, self.bias = load_params()
+        self.weights, self.bias = load_params(PARAMS_FILE)
         expected = (self.actions.size, self.features.size)
         if self.weights.shape != expected or self.bias.shape != (self.actions.size,):
             raise ValueError(

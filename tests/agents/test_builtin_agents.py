@@ -1,0 +1,81 @@
+"""The built-in agents' turns against a live judge (real Flask server, real policy workers)."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from evopolicygym.agents.builtin import HillClimbAgent, JudgeClient, RandomAgent
+from evopolicygym.agents.builtin import policy_linear as linear
+
+# Each submit runs real policy workers: a few seconds per test.
+pytestmark = pytest.mark.slow
+
+
+def client_for(live_judge) -> JudgeClient:
+    return JudgeClient(f"{live_judge.url}/info", f"{live_judge.url}/submit")
+
+
+def summaries(live_judge) -> list[dict]:
+    folders = sorted(live_judge.paths.feedback.glob("submit_*"))
+    return [json.loads((f / "summary.json").read_text()) for f in folders]
+
+
+def linear_action(params_file, obs):
+    weights, bias = linear.load_params(params_file)
+    features = linear.Features({"type": "Discrete", "n": 8})
+    actions = linear.Actions({"type": "Discrete", "n": 3})
+    return actions(weights @ features(obs) + bias)
+
+
+@pytest.mark.judge(env="toy", budget=6, maximum=4)
+def test_random_agent_spends_the_budget_in_the_largest_batches(live_judge):
+    system = live_judge.paths.workspace / "system"
+    agent = RandomAgent(client_for(live_judge), system)
+    texts = [agent.turn(), agent.turn()]
+    assert [s["n_episodes"] for s in summaries(live_judge)] == [4, 2]
+    assert all(s["status"] == "ok" for s in summaries(live_judge))
+    assert summaries(live_judge)[1]["env_instances"] == [4, 5]
+    assert "remaining budget 0" in texts[1]
+    source = resources.files("evopolicygym.agents.builtin").joinpath("policy_random.py")
+    assert (system / "policy.py").read_text() == source.read_text()
+    assert "Budget spent" in agent.turn()
+    assert len(summaries(live_judge)) == 2
+
+
+@pytest.mark.judge(env="toy", budget=8)
+def test_hillclimb_agent_finds_always_two_on_toy(live_judge):
+    system = live_judge.paths.workspace / "system"
+    agent = HillClimbAgent(client_for(live_judge), system)
+    texts = [agent.turn() for _ in range(8)]
+    done = summaries(live_judge)
+    assert len(done) == 8 and all(s["status"] == "ok" for s in done)
+    assert [s["n_episodes"] for s in done] == [1] * 8
+    assert "seed measured" in texts[0] and "final measured" in texts[-1]
+    # The three constant policies come first; the checkpoints keep their parameters.
+    checkpoints = live_judge.paths.checkpoints
+    for index in range(3):
+        params = json.loads((checkpoints / f"submit_{index:03d}" / "params.json").read_text())
+        assert params["bias"] == [float(a == index) for a in range(3)]
+    # The policy left in system/ (the best parameters) plays 2 in every state.
+    assert [linear_action(system / "params.json", s) for s in range(8)] == [2] * 8
+    state = json.loads((system / "search_state.json").read_text())
+    assert state["untried"] == [] and state["generation"] == 4
+    assert "Budget spent" in agent.turn()
+
+
+@pytest.mark.judge(env="toy", budget=8)
+def test_hillclimb_agent_resumes_its_search_from_system(live_judge):
+    system = live_judge.paths.workspace / "system"
+    first = HillClimbAgent(client_for(live_judge), system)
+    for _ in range(4):
+        first.turn()
+    saved = json.loads((system / "search_state.json").read_text())
+    # A new process (e.g. after a crash of the run) picks the search up where it was.
+    second = HillClimbAgent(client_for(live_judge), system)
+    text = second.turn()
+    assert "child 2" in text
+    assert second.search is not None and second.search.state.cursor == saved["cursor"]
+    assert summaries(live_judge)[-1]["submit_index"] == 4
