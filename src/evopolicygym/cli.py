@@ -419,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
+    from evopolicygym.agents import AgentCommandError
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
     from evopolicygym.runs import RunLockedError
@@ -428,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as exc:
         print(f"evopolicygym: invalid configuration:\n{exc}", file=sys.stderr)
     except (
+        AgentCommandError,
         SplitError,
         MissingExtraError,
         UnknownEnvironmentError,
