@@ -182,3 +182,18 @@ def test_selection_prefers_the_best_validation_mean_and_ties_go_to_the_latest(li
     assert (live_judge.paths.system / "policy.py").read_text() == (
         live_judge.paths.checkpoints / "submit_002" / "policy.py"
     ).read_text()
+
+
+def test_finalize_resumes_from_journaled_validation_scores(live_judge):
+    write_policy(live_judge.paths.system, constant_policy(0))
+    live_judge.submit([0])
+    live_judge.submit([1])
+    # As if a crash hit after submit 0 was validated: its journaled score is reused, not redone.
+    live_judge.judge.ledger.append(
+        {"type": "validation", "index": 0, "mean": 99.0, "std": 0.0, "returns": [], "errors": 0}
+    )
+    selection = live_judge.judge.finalize()
+    assert selection.val_scores[0] == 99.0 and selection.best == 0
+    valid = live_judge.judge.settings.splits.valid
+    assert selection.val_scores[1] == sum(s % 8 for s in valid) / len(valid)
+    assert sorted(live_judge.judge.ledger.validation) == [0, 1]
