@@ -32,7 +32,7 @@ for suite in SUITES.values():
         run:
             shell(
                 "evopolicygym run --suite {params.suite} --job {params.job}"
-                ' --root "$(dirname {output})" --jobs {threads}'
+                ' --root "$(realpath -m "$(dirname {output})")" --jobs {threads}'
                 " > {log} 2>&1 || test -s {output}"
             )
             from evopolicygym.report import run_line

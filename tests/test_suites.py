@@ -58,10 +58,10 @@ def test_main_128_suites_follow_the_published_protocol(provider):
         assert run.data == Path("data/main-128") / job.env
         assert (agent.kind, agent.retries, agent.retry_backoff) == (provider, 5, 4.0)
         assert (
-            run.root
-            == job.root
+            job.root
             == Path(f"runs/main-128/{provider}/{provider}") / job.root.parent.name / job.name
         )
+        assert run.root == job.root.absolute()
     assert suite.jobs[0].name == f"000_gym_acrobot_{provider}_r00"
     requests = suite.data_requests()
     assert len(requests) == 16

@@ -103,8 +103,12 @@ class SuiteJob(BaseModel):
     env: str
     agent_label: str
     model: str
-    root: Path = Field(..., description="Run directory: <suite root>/<model>/<env>/<name>.")
-    config: RunConfig
+    root: Path = Field(
+        ..., description="Run directory <suite root>/<model>/<env>/<name>, as the suite gives it."
+    )
+    config: RunConfig = Field(
+        ..., description="The run's config; run.root is ``root`` made absolute at load time."
+    )
 
     @property
     def record_path(self) -> Path:
@@ -264,7 +268,8 @@ def load_suite(path: str | Path) -> Suite:
                 root = section.root / slug(model) / slug(run.env) / name
                 run_section = run.model_copy(
                     update={
-                        "root": root,
+                        # absolute: the judge's workers run in scratch directories
+                        "root": root.absolute(),
                         "key": name,
                         "exp_id": name,
                         "model": model,
