@@ -26,7 +26,7 @@ ENV = {
 }
 
 
-def snakemake(workdir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [*SNAKEMAKE, "--directory", str(workdir), *args],
         capture_output=True,
