@@ -4,6 +4,7 @@ policy workers and agent, exactly as its header comment tells a user to run it."
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -13,26 +14,32 @@ import pytest
 
 from evopolicygym.envs import get_env
 from evopolicygym.protocol import RunConfig, RunRecord
+from evopolicygym.runs import run_root
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "docs" / "examples"
 CONFIGS = sorted(EXAMPLES.glob("*.toml"))
 
 
-def evopolicygym(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def evopolicygym(*args: str, cwd: Path = REPO, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "evopolicygym.cli", *args],
-        cwd=REPO,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
     )
 
 
-def run_example(name: str, root: Path, *extra: str) -> RunRecord:
-    proc = evopolicygym("run", "--config", str(EXAMPLES / name), "--root", str(root), *extra)
+def run_example(name: str, workdir: Path, *extra: str) -> tuple[RunRecord, Path]:
+    """Run ``evopolicygym run --config docs/examples/<name>`` exactly as its header says, with
+    relative paths, from a directory laid out like the repository (so ``runs/`` lands there)."""
+    shutil.copytree(EXAMPLES, workdir / "docs" / "examples")
+    proc = evopolicygym("run", "--config", f"docs/examples/{name}", *extra, cwd=workdir)
     assert proc.returncode == 0, f"{name} failed:\n{proc.stderr[-4000:]}"
-    return RunRecord.model_validate_json((root / "run.json").read_text())
+    config = RunConfig.model_validate(tomllib.loads((EXAMPLES / name).read_text()))
+    root = workdir / run_root(config)
+    return RunRecord.model_validate_json((root / "run.json").read_text()), root
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])
@@ -44,16 +51,15 @@ def test_example_config_is_valid_and_names_a_known_environment(path):
 
 @pytest.mark.slow
 def test_toy_command_agent_finds_the_best_constant_action(tmp_path):
-    agent = EXAMPLES / "agent.py"
-    record = run_example("toy-command.toml", tmp_path / "run", "--", sys.executable, str(agent))
+    agent = tmp_path / "docs" / "examples" / "agent.py"  # "$PWD/docs/examples/agent.py"
+    record, root = run_example("toy-command.toml", tmp_path, "--", sys.executable, str(agent))
     assert record.outcome.status == "completed"
     assert record.budget.used == record.budget.limit == 8
     # One submit per constant action (0, 1, 2), then the rest of the budget on the best.
     assert [s.status for s in record.submits] == ["ok"] * 4
     assert [s.cost for s in record.submits] == [2, 2, 2, 2]
     policies = [
-        (tmp_path / "run" / "checkpoints" / f"submit_{i:03d}" / "policy.py").read_text()
-        for i in range(4)
+        (root / "checkpoints" / f"submit_{i:03d}" / "policy.py").read_text() for i in range(4)
     ]
     assert [p.count(f"self.action = {a}") for p, a in zip(policies, [0, 1, 2, 2], strict=True)] == [
         1
@@ -64,15 +70,15 @@ def test_toy_command_agent_finds_the_best_constant_action(tmp_path):
     assert record.outcome.val_scores["3"] == record.outcome.val_scores["2"]
     assert record.outcome.val_scores["2"] == record.outcome.val_scores["0"] + 2
     assert record.outcome.final_score == pytest.approx(record.outcome.heldout_mean_return)
-    mirrored = (tmp_path / "run" / "workspace" / "system" / "policy.py").read_text()
+    mirrored = (root / "workspace" / "system" / "policy.py").read_text()
     assert mirrored == policies[3]
-    transcript = (tmp_path / "run" / "logs" / "agent.jsonl").read_text()
+    transcript = (root / "logs" / "agent.jsonl").read_text()
     assert "submit 3: action 2 x2 -> ok" in transcript
 
 
 @pytest.mark.slow
 def test_cartpole_hillclimb_example_completes_and_selects_by_validation(tmp_path):
-    record = run_example("cartpole-hillclimb.toml", tmp_path / "run")
+    record, _ = run_example("cartpole-hillclimb.toml", tmp_path)
     assert record.outcome.status == "completed"
     assert record.budget.used == 16
     assert record.experiment_dimensions["valid_size"] == 8
