@@ -235,7 +235,7 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
     """Run (or resume, or just return) the run described by ``config``."""
     from evopolicygym.agents import agents_md_text
 
-    paths = RunPaths(run_root(config))
+    paths = RunPaths(run_root(config).resolve())  # workers get absolute checkpoint paths
     if paths.run_json.exists():
         progress(f"[run] {paths.root} is finished; run.json is unchanged")
         return RunRecord.model_validate_json(paths.run_json.read_text())

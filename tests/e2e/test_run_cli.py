@@ -24,12 +24,13 @@ def evopolicygym(*args: str, **kwargs) -> subprocess.CompletedProcess:
 
 
 def test_command_agent_run_end_to_end(tmp_path):
-    result = evopolicygym(
+    # A relative --runs, resolved against the caller's cwd (workers run elsewhere).
+    args = (
         "run",
         "--env",
         "toy",
         "--runs",
-        str(tmp_path / "runs"),
+        "runs",
         "--model",
         "script",
         "--exp-id",
@@ -42,10 +43,11 @@ def test_command_agent_run_end_to_end(tmp_path):
         sys.executable,
         str(AGENT),
     )
+    result = evopolicygym(*args, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     root = tmp_path / "runs" / "script" / "toy" / "smoke-001"
-    assert summary["root"] == str(root) and summary["status"] == "completed"
+    assert summary["root"] == "runs/script/toy/smoke-001" and summary["status"] == "completed"
     record = json.loads((root / "run.json").read_text())
     assert record["budget"] == {"limit": 8, "used": 8, "n_submits": 4}
     assert record["outcome"]["best_submit_index"] == 3  # identical policies: ties go to the latest
@@ -62,24 +64,7 @@ def test_command_agent_run_end_to_end(tmp_path):
         for line in (root / "logs" / "harness.log").read_text().splitlines()
     ]
     assert events.count("submit.finish") == 4 and events[-1] == "run.close"
-    again = evopolicygym(
-        "run",
-        "--env",
-        "toy",
-        "--runs",
-        str(tmp_path / "runs"),
-        "--model",
-        "script",
-        "--exp-id",
-        "smoke-001",
-        "--budget",
-        "8",
-        "--agent",
-        "command",
-        "--",
-        sys.executable,
-        str(AGENT),
-    )
+    again = evopolicygym(*args, cwd=tmp_path)
     assert again.returncode == 0 and "finished" in again.stderr
     assert json.loads((root / "run.json").read_text()) == record
 

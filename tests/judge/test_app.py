@@ -158,7 +158,8 @@ def test_spending_the_budget_closes_submits(live_judge):
     assert live_judge.submit("0-5").status == 200
     closed = live_judge.submit([0])
     assert (closed.status, closed.body["status"]) == (409, "run_closed")
-    assert live_judge.request("GET", "/info").body["state"]["phase"] == "finalizing"
+    state = live_judge.request("GET", "/info").body["state"]
+    assert state["phase"] == "finalizing" and state["is_finalized"]
 
 
 def test_selection_prefers_the_best_validation_mean_and_ties_go_to_the_latest(live_judge):

@@ -125,7 +125,7 @@ class Judge:
             state=RunState(
                 remaining_budget=self.ledger.remaining,
                 n_submits=self.ledger.next_index,
-                is_finalized=self.phase == "closed",
+                is_finalized=self.phase != "open",
                 phase=self.phase,
             ),
             env_meta=self.env_meta(),

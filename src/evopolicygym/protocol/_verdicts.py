@@ -23,6 +23,7 @@ class Verdict(StrEnum):
     OOM = "oom"
     ROLLOUT_TIMEOUT = "rollout_timeout"
     WORKER_CRASH = "worker_crash"
+    ENV_ERROR = "env_error"
 
     @property
     def is_reject(self) -> bool:

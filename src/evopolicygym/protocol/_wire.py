@@ -21,7 +21,8 @@ class RunState(_Open):
 
     ``phase`` is ``open`` while submits are accepted, ``finalizing`` while the judge evaluates
     hidden cases after the budget is spent, and ``closed`` when ``run.json`` is written.
-    ``is_finalized`` is true only when the phase is ``closed``.
+    ``is_finalized`` is true as soon as the phase is no longer ``open``: the agent has nothing
+    left to do (in the reference protocol the last submit returned after finalization).
     """
 
     remaining_budget: int
