@@ -68,3 +68,12 @@ def test_float_token():
     assert float_token(math.inf) == "inf"
     assert float_token(-math.inf) == "-inf"
     assert float_token(math.nan) == "nan"
+
+
+def test_numpy_scalars_become_plain_python_types():
+    from collections import OrderedDict
+
+    out = to_jsonsafe(OrderedDict(a=np.float64(1.5), b=np.uint8(3), c=np.bool_(False)))
+    assert out == {"a": 1.5, "b": 3, "c": False}
+    assert [type(v) for v in out.values()] == [float, int, bool]
+    assert to_jsonsafe(np.float32(np.inf)) == "inf"

@@ -52,27 +52,74 @@ def _replace_nonfinite(items: Any) -> Any:
     return float_token(items)
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
+def _mapping(value: Mapping) -> dict[str, Any]:
+    return {key if type(key) is str else str(key): to_jsonsafe(item) for key, item in value.items()}
+
+
+def _sequence(value: list | tuple) -> list[Any]:
+    return [to_jsonsafe(item) for item in value]
+
+
+# Exact-type dispatch: one dict lookup for the values environments return every step (infos
+# are usually dicts of Python or numpy scalars). Subclasses and rarer types take the slow path.
+_BY_TYPE: dict[type, Any] = {
+    type(None): _same,
+    bool: _same,
+    int: _same,
+    str: _same,
+    float: float_token,
+    np.ndarray: _array,
+    dict: _mapping,
+    list: _sequence,
+    tuple: _sequence,
+    np.bool_: bool,
+}
+_BY_TYPE.update(
+    {kind: lambda v: float_token(float(v)) for kind in (np.float16, np.float32, np.float64)}
+)
+_BY_TYPE.update(
+    {
+        kind: int
+        for kind in (
+            np.int8,
+            np.int16,
+            np.int32,
+            np.int64,
+            np.uint8,
+            np.uint16,
+            np.uint32,
+            np.uint64,
+        )
+    }
+)
+
+
 def to_jsonsafe(value: Any) -> Any:
     """The JSON-safe form of ``value``; never raises for ordinary objects (falls back to repr)."""
-    if type(value) is np.ndarray:  # the per-step observation: checked first
-        return _array(value)
+    convert = _BY_TYPE.get(type(value))
+    if convert is not None:
+        return convert(value)
+    if isinstance(value, enum.Enum):
+        return to_jsonsafe(value.value)
     # bool before int: bool is an int subclass but must stay a bool.
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int) and not isinstance(value, enum.Enum):
-        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
     if isinstance(value, float):
-        return float_token(value)
+        return float_token(float(value))
     if isinstance(value, np.ndarray):
         return _array(value)
     if isinstance(value, np.generic):
         return to_jsonsafe(value.item())
-    if isinstance(value, enum.Enum):
-        return to_jsonsafe(value.value)
     if isinstance(value, Mapping):
-        return {str(key): to_jsonsafe(item) for key, item in value.items()}
+        return _mapping(value)
     if isinstance(value, (list, tuple)):
-        return [to_jsonsafe(item) for item in value]
+        return _sequence(value)
     if isinstance(value, (set, frozenset)):
         # Sorted so that the same set always serializes the same way.
         return sorted((to_jsonsafe(item) for item in value), key=repr)

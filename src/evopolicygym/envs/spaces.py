@@ -162,13 +162,28 @@ def _array_coercer(
     MultiDiscrete (whose ``high`` is ``start + nvec - 1``)."""
     integer = np.issubdtype(dtype, np.integer)
     fallback = np.clip(np.zeros(shape, dtype=dtype), low, high).astype(dtype)
+    # Fast path for the usual action, a short in-range list of floats: plain Python
+    # comparisons cost less than numpy calls on a few elements (NaN fails them).
+    bounds = (
+        list(zip(low.tolist(), high.tolist(), strict=True))
+        if len(shape) == 1 and not integer
+        else None
+    )
 
     def coerce(value: Any) -> tuple[Any, bool]:
+        if bounds is not None and type(value) is list and len(value) == len(bounds):
+            try:
+                if all(lo <= x <= hi for x, (lo, hi) in zip(value, bounds, strict=True)):
+                    return np.array(value, dtype=dtype), False
+            except TypeError:
+                pass
         changed = False
         try:
             given = np.asarray(value, dtype=np.float64 if integer else dtype)
         except (TypeError, ValueError, OverflowError):
             return fallback.copy(), True
+        if not integer and given.shape == shape and (given >= low).all() and (given <= high).all():
+            return given, False
         if given.shape != shape:
             try:
                 given = np.broadcast_to(given, shape)
