@@ -45,7 +45,7 @@ def test_report_files_from_records_with_a_failed_run(smoke_like_suite, tmp_path)
 
     markdown = files.leaderboard.read_text()
     assert "4 runs: 3 completed, 1 error" in markdown
-    assert "— (1/1 failed)" in markdown
+    assert "— (1/1 not completed)" in markdown
     assert "AgentError: agent exited with code 1" in markdown
 
     assert files.curves.read_bytes().startswith(PNG_MAGIC)

@@ -74,7 +74,7 @@ class Report:
         return f"{len(self.table)} runs: {counts or 'none'}"
 
     def per_env(self) -> pd.DataFrame:
-        """Environments x entrants; suite cells with failures say how many runs failed."""
+        """Environments x entrants; a suite cell says how many of its runs did not complete."""
         labels = self.cells.assign(text=[_cell_label(row) for row in self.cells.to_dict("records")])
         pivot = labels.pivot(index="env", columns="entrant", values="text")
         order = list(self.board["entrant"])
@@ -94,7 +94,7 @@ def _cell_label(cell: dict) -> str:
     score = cell["score"]
     text = "—" if pd.isna(score) else f"{score:.3f}"
     if cell.get("source") == "suite" and cell.get("failed"):
-        text += f" ({int(cell['failed'])}/{int(cell['runs'])} failed)"
+        text += f" ({int(cell['failed'])}/{int(cell['runs'])} not completed)"
     return text
 
 

@@ -16,6 +16,7 @@ def plot_learning_curves(table: pd.DataFrame, output: Path, *, title: str = "") 
 
     matplotlib.use("Agg")  # no display on compute nodes; must precede pyplot
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     envs = list(dict.fromkeys(table["env"])) or [""]
     entrants = list(dict.fromkeys(table["entrant"]))
@@ -41,6 +42,7 @@ def plot_learning_curves(table: pd.DataFrame, output: Path, *, title: str = "") 
             )
         axis.set_title(env or "(no runs)", fontsize=10)
         axis.set_xlabel("training episodes spent")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.set_ylabel("best train mean return")
         axis.grid(alpha=0.3)
         if labelled:
