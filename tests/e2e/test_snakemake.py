@@ -6,6 +6,7 @@ against the repository's Snakefile, so the checkout stays clean."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -121,6 +122,24 @@ def test_every_suite_target_dry_runs(tmp_path):
     assert counts["report"] == 5
     assert "runs/main-128/codex/codex/gym_acrobot/000_gym_acrobot_codex_r00/run.json" in plan.stdout
     print(f"dry run of 58 runs in 5 suites: {elapsed:.1f} s")
+
+
+@pytest.mark.slow
+def test_data_rule_writes_the_seed_0_splits(tmp_path):
+    split = "data/main-128/gym/acrobot"
+    made = snakemake(tmp_path, f"{split}/valid.json", "--cores", "1")
+    assert made.returncode == 0, made.stderr[-3000:]
+    first = {
+        name: json.loads((tmp_path / split / f"{name}.json").read_text())["cases"]
+        for name in ("train", "valid", "heldout")
+    }
+    assert [len(first[n]) for n in ("train", "valid", "heldout")] == [1024, 64, 256]
+    # Draws #1, #1025 and #1089 of random.Random(0).randrange(0, 2**31): the published splits.
+    assert (first["train"][0], first["valid"][0], first["heldout"][0]) == (
+        {"seed": 1654615998},
+        {"seed": 1106378843},
+        {"seed": 47113601},
+    )
 
 
 @pytest.mark.slow
