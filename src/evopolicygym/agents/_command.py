@@ -111,10 +111,13 @@ class CommandSession:
 
     def _exited_error(self) -> AgentCommandError:
         self._exited = True
-        code = self._proc.poll()
+        try:
+            code = self._proc.wait(timeout=_CLOSE_GRACE_SECONDS)
+            what = f"exited before reply (exit code {code})"
+        except subprocess.TimeoutExpired:
+            what = "closed its stdout before reply"
         return AgentCommandError(
-            f"agent command exited before reply (exit code {code}); "
-            f"its stderr is in logs/{self._stderr_path.name}"
+            f"agent command {what}; its stderr is in logs/{self._stderr_path.name}"
         )
 
     def step(self, message: str) -> Reply:

@@ -19,6 +19,7 @@ from ._hillclimb import Candidate, HillClimb, HillClimbState
 
 STATE_FILE = "search_state.json"
 MAX_CONSTANT_SEEDS = 8
+BIAS_STEP = 0.1
 
 
 def _system_dir() -> Path:
@@ -61,12 +62,22 @@ def _waiting(budget: BudgetView) -> str | None:
 def initial_candidates(
     action_space: dict[str, Any], n_out: int, n_feat: int, *, seed: int
 ) -> list[list[float]]:
-    """Where the search starts: every constant action for a Discrete space of at most
-    ``MAX_CONSTANT_SEEDS`` actions (zero weights, one-hot bias), else one random linear map."""
+    """Where the search starts: a random linear map with zero bias, preceded, for a Discrete
+    space of at most ``MAX_CONSTANT_SEEDS`` actions, by every constant action (zero weights,
+    one-hot bias): the simplest policies are worth one submit each."""
+    weights = np.random.default_rng(seed).normal(0.0, 1.0, n_out * n_feat)
+    candidates = []
     if action_space.get("type") == "Discrete" and n_out <= MAX_CONSTANT_SEEDS:
-        weights = np.zeros(n_out * n_feat)
-        return [np.concatenate([weights, np.eye(n_out)[a]]).tolist() for a in range(n_out)]
-    return [np.random.default_rng(seed).normal(0.0, 1.0, n_out * n_feat + n_out).tolist()]
+        for action in range(n_out):
+            candidates.append(np.concatenate([np.zeros(n_out * n_feat), np.eye(n_out)[action]]))
+    candidates.append(np.concatenate([weights, np.zeros(n_out)]))
+    return [c.tolist() for c in candidates]
+
+
+def mutation_scales(n_out: int, n_feat: int) -> list[float]:
+    """Per-parameter mutation scale: biases move ``BIAS_STEP`` times slower than weights, so a
+    child mostly changes how the policy reacts to observations rather than its default action."""
+    return [1.0] * (n_out * n_feat) + [BIAS_STEP] * n_out
 
 
 class RandomAgent:
@@ -124,8 +135,13 @@ class HillClimbAgent:
             state = HillClimbState(**data)
             if len(state.parent) == n_params:
                 return HillClimb(state, batch=batch, n_instances=budget.n_instances)
-        seeds = initial_candidates(meta["action_space"], *self.shapes, seed=self.seed)
-        return HillClimb.fresh(seeds, seed=self.seed, batch=batch, n_instances=budget.n_instances)
+        return HillClimb.fresh(
+            initial_candidates(meta["action_space"], *self.shapes, seed=self.seed),
+            seed=self.seed,
+            batch=batch,
+            n_instances=budget.n_instances,
+            scales=mutation_scales(*self.shapes),
+        )
 
     def _write_params(self, candidate: Candidate) -> None:
         assert self.shapes is not None
@@ -151,11 +167,10 @@ class HillClimbAgent:
         if self.search is None:
             self.search = self._start(info, budget)
         search = self.search
-        final = budget.remaining <= max(search.batch, budget.minimum)
-        size = budget.batch(budget.remaining if final else search.batch)
-        assert size is not None
-        final = final or size == budget.remaining
-        candidate = search.propose(size, final=final)
+        last_batch = budget.remaining <= max(search.batch, budget.minimum)
+        size = budget.batch(budget.remaining if last_batch else search.batch)
+        assert size is not None  # _waiting covered the case
+        candidate = search.propose(size, final=size == budget.remaining)
         self._write_params(candidate)
         answer = self.client.submit(candidate.ids)
         if answer.status_code == 200:

@@ -41,6 +41,7 @@ class HillClimbState:
 
     parent: list[float]
     untried: list[list[float]] = field(default_factory=list)
+    scales: list[float] = field(default_factory=list)
     sigma: float = 1.0
     probe: list[int] = field(default_factory=list)
     parent_returns: dict[int, float] = field(default_factory=dict)
@@ -69,10 +70,22 @@ class HillClimb:
 
     @classmethod
     def fresh(
-        cls, seeds: list[list[float]], *, seed: int, batch: int, n_instances: int
+        cls,
+        seeds: list[list[float]],
+        *,
+        seed: int,
+        batch: int,
+        n_instances: int,
+        scales: list[float] | None = None,
     ) -> HillClimb:
-        """A new search that first measures ``seeds`` (at least one parameter vector)."""
-        state = HillClimbState(parent=list(seeds[0]), untried=[list(p) for p in seeds], seed=seed)
+        """A new search that first measures ``seeds`` (at least one parameter vector).
+        ``scales`` multiplies the mutation of each parameter (default 1)."""
+        state = HillClimbState(
+            parent=list(seeds[0]),
+            untried=[list(p) for p in seeds],
+            scales=list(scales or []),
+            seed=seed,
+        )
         return cls(state, batch=batch, n_instances=n_instances)
 
     def _take_ids(self, count: int) -> list[int]:
@@ -94,7 +107,8 @@ class HillClimb:
         if any(i not in s.parent_returns for i in s.probe):
             return Candidate("parent", list(s.parent), list(s.probe))
         rng = np.random.default_rng([s.seed, s.generation])
-        child = np.asarray(s.parent) + s.sigma * rng.normal(0.0, 1.0, len(s.parent))
+        scales = np.asarray(s.scales) if s.scales else 1.0
+        child = np.asarray(s.parent) + s.sigma * scales * rng.normal(0.0, 1.0, len(s.parent))
         return Candidate("child", child.tolist(), list(s.probe))
 
     def observe(self, candidate: Candidate, returns: list[float] | None) -> str:
