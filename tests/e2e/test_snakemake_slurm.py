@@ -3,6 +3,7 @@ an sbatch job. Needs a running cluster (.ci/slurm-up.sh starts a one-node one as
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -14,6 +15,11 @@ import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+# Jobs call `evopolicygym` and sbatch exports PATH: put this environment's scripts first.
+ENV = {
+    **os.environ,
+    "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+}
 
 pytestmark = [
     pytest.mark.slurm,
@@ -51,6 +57,7 @@ def test_smoke_suite_completes_on_slurm(tmp_path):
         ],
         capture_output=True,
         text=True,
+        env=ENV,
     )  # fmt: skip
     elapsed = time.perf_counter() - started
     output = result.stdout + result.stderr
