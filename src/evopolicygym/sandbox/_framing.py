@@ -8,12 +8,13 @@ executing it, and must refuse frames that are malformed or too large.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import struct
 import time
 from typing import Any
+
+import orjson
 
 MAGIC = b"EPG1"
 _PREFIX = struct.Struct(">4sI")
@@ -31,7 +32,7 @@ class FrameTimeout(TimeoutError):
 def encode_frame(header: dict[str, Any], blobs: list[bytes] | None = None) -> bytes:
     blobs = blobs or []
     header = {**header, "blobs": [len(blob) for blob in blobs]}
-    body = json.dumps(header, separators=(",", ":")).encode()
+    body = orjson.dumps(header)
     return b"".join([_PREFIX.pack(MAGIC, len(body)), body, *blobs])
 
 
@@ -72,8 +73,8 @@ class FrameReader:
         if magic != MAGIC or length > MAX_HEADER_BYTES:
             raise FrameError("malformed frame prefix")
         try:
-            header = json.loads(self._read_exact(length, deadline))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            header = orjson.loads(self._read_exact(length, deadline))
+        except orjson.JSONDecodeError as exc:
             raise FrameError(f"malformed frame header: {exc}") from exc
         sizes = header.get("blobs", []) if isinstance(header, dict) else None
         if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
