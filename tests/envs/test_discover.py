@@ -25,7 +25,7 @@ def test_cli_writes_json_and_markdown(tmp_path):
     output, markdown = tmp_path / "d.json", tmp_path / "list.md"
     command = [sys.executable, "-m", "evopolicygym.cli", "discover-envs"]
     command += ["--output", str(output), "--markdown", str(markdown)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=True)
     totals = json.loads(done.stdout)
     document = json.loads(output.read_text())
     assert totals["total"] == document["total"] > 0
