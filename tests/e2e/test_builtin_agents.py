@@ -67,6 +67,11 @@ def test_hillclimb_beats_random_on_cartpole(tmp_path):
         "builtin:hillclimb",
         "--budget",
         "32",
+        # Smaller hidden pools than the defaults (64/256) keep finalize short.
+        "--valid-size",
+        "16",
+        "--final-size",
+        "64",
         "--runs",
         str(tmp_path),
     )
