@@ -124,7 +124,8 @@ class HillClimbAgent:
         self.shapes = (actions.size, features.size)
         n_params = actions.size * features.size + actions.size
         episode_budget = int(info["episode_budget"])
-        desired = max(1, min(4, episode_budget // 16))
+        # One episode per candidate up to budget 63: more candidates beat less noisy ones here.
+        desired = max(1, min(4, episode_budget // 32))
         batch = budget.batch(desired) or budget.minimum
         self.system.mkdir(parents=True, exist_ok=True)
         _write_atomic(self.system / "policy.py", _policy_source("policy_linear.py"))
