@@ -175,7 +175,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from evopolicygym.report import ReportFiles, build_report, run_line
+    from evopolicygym.report import ReportFiles, build_report, published_archive, run_line
     from evopolicygym.suites import load_suite
 
     if args.records:
@@ -186,7 +186,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise SystemExit("give --suite FILE (a whole report) or RUN_JSON files (one line each)")
     suite = load_suite(Path(args.suite))
     output = Path(args.output) if args.output else Path("results") / suite.slug
-    archive = None if args.no_archive else Path(args.archive)
+    archive = (
+        None if args.no_archive else Path(args.archive) if args.archive else published_archive()
+    )
     report = build_report(suite, ReportFiles.in_dir(output), archive=archive)
     print(report.final_table())
     print(f"report: {output / 'report.html'}")
@@ -340,8 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument(
         "--archive",
-        default="archive/core16/heldout_returns.csv",
-        help="published results to rank against on shared environments",
+        help="published results to rank against on shared environments (default: the checkout's archive/core16/heldout_returns.csv)",
     )
     report.add_argument("--no-archive", action="store_true", help="rank the suite's agents only")
     report.set_defaults(handler=cmd_report)

@@ -1,6 +1,6 @@
 """Reports from run records: results table (Parquet), rank score, learning curves, HTML."""
 
-from ._archive import archive_cells, read_archive
+from ._archive import archive_cells, published_archive, read_archive
 from ._build import Report, ReportFiles, assemble, build_report, run_line
 from ._curves import plot_learning_curves
 from ._rank import cells_from_runs, place_entrants, rank_scores
@@ -17,6 +17,7 @@ __all__ = [
     "learning_curve",
     "place_entrants",
     "plot_learning_curves",
+    "published_archive",
     "rank_scores",
     "read_archive",
     "read_record",

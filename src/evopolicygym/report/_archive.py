@@ -9,6 +9,13 @@ import pandas as pd
 ARCHIVE_COLUMNS = ["env", "label", "upstream", "family", "agent", "harness", "score"]
 
 
+def published_archive() -> Path | None:
+    """The checkout's frozen Core-16 table (``archive/core16/heldout_returns.csv``), or
+    ``None`` when the package does not run from a checkout."""
+    path = Path(__file__).resolve().parents[3] / "archive" / "core16" / "heldout_returns.csv"
+    return path if path.is_file() else None
+
+
 def read_archive(path: Path) -> pd.DataFrame:
     """The archived table (one row per env x agent). Raises ``FileNotFoundError`` or
     ``ValueError`` naming the missing columns."""
