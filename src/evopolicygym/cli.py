@@ -55,7 +55,16 @@ def _run_config(args: argparse.Namespace):
             raise SystemExit(
                 "--suite needs --job NAME (see `evopolicygym suite --config FILE --list`)"
             )
-        return load_suite(Path(args.suite)).job(args.job).config
+        try:
+            config = load_suite(Path(args.suite)).job(args.job).config
+        except KeyError as exc:
+            raise SystemExit(f"evopolicygym: {exc.args[0]}") from None
+        # Snakemake passes the run directory it expects and the threads it granted.
+        if args.root is not None:
+            config.run.root = Path(args.root)
+        if args.jobs is not None:
+            config.run.jobs = args.jobs
+        return config
     data: dict[str, Any] = _load_config_file(Path(args.config)) if args.config else {"run": {}}
     run, agent = data.setdefault("run", {}), data.setdefault("agent", {})
     for flag, key in (
