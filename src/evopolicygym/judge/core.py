@@ -32,7 +32,7 @@ from evopolicygym.protocol import (
 from evopolicygym.rollout import EpisodeResult, EpisodeTask, InitFailure, WorkerJob, WorkerPool
 
 from . import checkpoint as checkpoints
-from .feedback import dump_summary, episode_error_lines, episode_statistics, write_feedback
+from .feedback import FeedbackDraft, dump_summary, episode_statistics
 from .ledger import Ledger, record_from_summary, submit_dirname, utc_now
 from .task import task_text
 
@@ -178,7 +178,7 @@ class Judge:
                     None,
                     remaining=self.ledger.remaining,
                 )
-                self._commit(summary, [self._error_line(reject[0], reject[1])], [])
+                self._commit(summary, [self._error_line(reject[0], reject[1])])
                 return 400, {
                     "submit_id": index,
                     "status": reject[0],
@@ -236,18 +236,20 @@ class Judge:
                 first_global=first_global,
             )
             self._commit(
-                summary, [self._error_line(problem.verdict, problem.message, problem.traceback)], []
+                summary, [self._error_line(problem.verdict, problem.message, problem.traceback)]
             )
             return summary
         seeds = self.settings.splits.train
         tasks = [EpisodeTask(i, seeds[case], i) for i, case in enumerate(ids)]
         meta = self._policy_meta(index, len(ids), remaining_after)
+        draft = self._draft(index, first_global)
         outcome = self.pool.run(
             self._job(target, meta),
             tasks,
             record=True,
             obs_external=self.settings.spec.obs_storage == "external",
             max_steps=self.settings.spec.max_episode_steps,
+            on_episode=draft.add_episode,
         )
         if isinstance(outcome, InitFailure):
             summary = self._summary(
@@ -262,7 +264,9 @@ class Judge:
                 first_global=first_global,
             )
             self._commit(
-                summary, [self._error_line(outcome.verdict, outcome.message, outcome.traceback)], []
+                summary,
+                [self._error_line(outcome.verdict, outcome.message, outcome.traceback)],
+                draft,
             )
             return summary
         summary = self._summary(
@@ -276,16 +280,23 @@ class Judge:
             remaining=remaining_after,
             first_global=first_global,
         )
-        lines = list(episode_error_lines(outcome, summary.submit_completed_at).values())
-        self._commit(summary, lines, outcome)
+        self._commit(summary, [], draft)
         return summary
 
-    def _commit(
-        self, summary: SubmitSummary, errors: list[ErrorLine], episodes: list[EpisodeResult]
-    ) -> None:
-        write_feedback(
-            self.paths.feedback, summary, errors, episodes, episode_width=self.episode_width
+    def _draft(self, index: int, first_global: int | None) -> FeedbackDraft:
+        return FeedbackDraft(
+            self.paths.feedback,
+            index,
+            first_global=first_global or 0,
+            episode_width=self.episode_width,
         )
+
+    def _commit(
+        self, summary: SubmitSummary, errors: list[ErrorLine], draft: FeedbackDraft | None = None
+    ) -> None:
+        """Make the submit's feedback visible, then journal its charge (see ledger.py)."""
+        draft = draft or self._draft(summary.submit_index, summary.first_global_episode)
+        draft.commit(summary, errors)
         record = record_from_summary(dump_summary(summary), self.paths.checkpoints)
         self.ledger.append(
             {"type": "submit_commit", "index": summary.submit_index, "submit": record.model_dump()}

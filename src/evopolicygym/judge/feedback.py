@@ -1,4 +1,4 @@
-"""Writes ``workspace/feedback/submit_NNN/`` in one atomic step (temporary dir + rename)."""
+"""Writes ``workspace/feedback/submit_NNN/``, made visible in one step (temporary dir + rename)."""
 
 from __future__ import annotations
 
@@ -31,60 +31,67 @@ def episode_statistics(results: list[EpisodeResult]) -> dict:
     }
 
 
-def episode_error_lines(results: list[EpisodeResult], timestamp: str) -> dict[int, ErrorLine]:
-    return {
-        i: ErrorLine(
-            timestamp=timestamp,
-            category=r.error.category,
-            message=r.error.message,
-            traceback=r.error.traceback,
-            episode=i,
-            step_index=r.error.step_index,
-        )
-        for i, r in enumerate(results)
-        if r.error is not None
-    }
+def episode_error_line(local: int, result: EpisodeResult) -> ErrorLine:
+    error = result.error
+    return ErrorLine(
+        timestamp=utc_now(),
+        category=error.category,
+        message=error.message,
+        traceback=error.traceback,
+        episode=local,
+        step_index=error.step_index,
+    )
 
 
-def write_feedback(
-    root: Path,
-    summary: SubmitSummary,
-    errors: list[ErrorLine],
-    episodes: list[EpisodeResult],
-    *,
-    episode_width: int,
-) -> Path:
-    """Write one submit's feedback and rename it into place; returns the final directory.
+class FeedbackDraft:
+    """One submit's feedback while it is being judged, in ``.submit_NNN.tmp``.
 
-    ``episodes`` are named ``ep_XXX`` by global episode number (``first_global_episode`` + local
-    position), zero-padded to ``episode_width``."""
-    final = root / submit_dirname(summary.submit_index)
-    temporary = root / f".{final.name}.tmp"
-    shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir(parents=True)
-    (temporary / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
-    if errors:
-        (temporary / "errors.txt").write_text("".join(e.model_dump_json() + "\n" for e in errors))
-    by_episode = {e.episode: e for e in errors if e.episode is not None}
-    for local, result in enumerate(episodes):
-        number = (summary.first_global_episode or 0) + local
-        directory = temporary / "episodes" / f"ep_{number:0{episode_width}d}"
+    Episodes are written as they finish (from pool threads; each to its own directory) and their
+    bulky bytes are released, so neither memory nor the final write grows with the submit.
+    :meth:`commit` adds ``summary.json`` and ``errors.txt`` and renames the directory into place:
+    the agent sees all of a submit's feedback or none of it. Episode directories are named
+    ``ep_XXX`` by global episode number (``first_global_episode`` + local position)."""
+
+    def __init__(self, root: Path, index: int, *, first_global: int, episode_width: int):
+        self.root = root
+        self.final = root / submit_dirname(index)
+        self.temporary = root / f".{self.final.name}.tmp"
+        self.first_global = first_global
+        self.episode_width = episode_width
+        self.episode_errors: dict[int, ErrorLine] = {}
+        shutil.rmtree(self.temporary, ignore_errors=True)
+        self.temporary.mkdir(parents=True)
+
+    def add_episode(self, result: EpisodeResult) -> None:
+        local = result.index
+        number = self.first_global + local
+        directory = self.temporary / "episodes" / f"ep_{number:0{self.episode_width}d}"
         directory.mkdir(parents=True)
         (directory / "trajectory.jsonl").write_bytes(result.trajectory)
         (directory / "stdout.txt").write_text(result.stdout)
         (directory / "stderr.txt").write_text(result.stderr)
-        if local in by_episode:
-            (directory / "error.txt").write_text(by_episode[local].model_dump_json() + "\n")
+        if result.error is not None:
+            line = episode_error_line(local, result)
+            self.episode_errors[local] = line
+            (directory / "error.txt").write_text(line.model_dump_json() + "\n")
         if result.obs_format and result.observations:
             (directory / f"observations.{result.obs_format}").write_bytes(result.observations)
-    fsync_directory(temporary)
-    temporary.replace(final)
-    fsync_directory(root)
-    return final
+        result.trajectory = result.observations = b""
+
+    def commit(self, summary: SubmitSummary, errors: list[ErrorLine]) -> Path:
+        errors = errors + [self.episode_errors[i] for i in sorted(self.episode_errors)]
+        (self.temporary / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
+        if errors:
+            lines = "".join(e.model_dump_json() + "\n" for e in errors)
+            (self.temporary / "errors.txt").write_text(lines)
+        fsync_directory(self.temporary)
+        self.temporary.replace(self.final)
+        fsync_directory(self.root)
+        return self.final
 
 
 def dump_summary(summary: SubmitSummary) -> dict:
     return json.loads(summary.model_dump_json())
 
 
-__all__ = ["dump_summary", "episode_error_lines", "episode_statistics", "utc_now", "write_feedback"]
+__all__ = ["FeedbackDraft", "dump_summary", "episode_statistics", "utc_now"]

@@ -28,6 +28,7 @@ the policy was stuck) and by the judge, which kills the whole process group when
 from __future__ import annotations
 
 import errno
+import gc
 import importlib.util
 import io
 import math
@@ -262,6 +263,9 @@ class Worker:
             failure, policy = self._load_policy()
             if policy is not None:
                 self.policy = LocalPolicy(policy, self.watchdog)
+        # Everything loaded so far lives as long as the worker: keep it out of the collector's
+        # way (recording allocates per step, and full collections would rescan these objects).
+        gc.freeze()
         self.send(failure or {"op": "ready"})
         return failure is None
 
