@@ -151,6 +151,9 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, default=2, help="workers for the finalize scaling measurement"
     )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="best of N interleaved measurements (default 3)"
+    )
     args = parser.parse_args()
     envs = args.env or ["gym/cartpole"]
     if not args.env:

@@ -362,3 +362,32 @@ def test_sealed_init_failures_keep_their_verdict(tmp_path):
     outcome = run(tmp_path, "raise ImportError('nope')\nclass Policy: pass\n", sealed=True)
     assert isinstance(outcome, InitFailure) and outcome.verdict == "import_error"
     assert "ImportError: nope" in outcome.message
+
+
+def test_sealed_workers_serve_the_next_checkpoint_without_restarting(tmp_path):
+    schemas = TOY.describe()
+    pool = WorkerPool(TOY.model_dump(), 2, LimitsSection(), tmp_path / "workers.log")
+    try:
+        returns = {}
+        for action in (0, 2):
+            checkpoint = tmp_path / f"ck{action}"
+            write_policy(
+                checkpoint,
+                f"""
+                import os
+                class Policy:
+                    def __init__(self, *args):
+                        open("{tmp_path}/parent-{action}-" + str(os.getpid()), "w").write(str(os.getppid()))
+                    def reset(self, i): pass
+                    def act(self, obs): return {action}
+            """,
+            )
+            job = WorkerJob(checkpoint, schemas.obs_space, schemas.action_space, {"env": "toy"})
+            tasks = [EpisodeTask(i, 100 + i, i) for i in range(4)]
+            results = pool.run(job, tasks, record=False, sealed=True, max_steps=1)
+            returns[action] = [r.return_ for r in results]
+    finally:
+        pool.close()
+    assert returns == {a: [(100 + i) % 8 + float(a) for i in range(4)] for a in (0, 2)}
+    parents = {a: {p.read_text() for p in tmp_path.glob(f"parent-{a}-*")} for a in (0, 2)}
+    assert len(parents[0]) == 2 and parents[0] == parents[2]

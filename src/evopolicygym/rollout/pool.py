@@ -180,6 +180,7 @@ class WorkerPool:
         self.limits = limits
         self.log_path = log_path
         self._warm: list[_Worker] = []
+        self._sealed_idle: list[_Worker] = []
         self._reapers: list[threading.Thread] = []
         self._lock = threading.Lock()
 
@@ -192,20 +193,21 @@ class WorkerPool:
             while len(self._warm) < self.jobs:
                 self._warm.append(self._spawn())
 
-    def _take(self) -> _Worker:
-        """A warm worker if one is waiting (a replacement starts warming at once, so that
-        back-to-back runs such as finalize's do not wait for process start-up), else a new one."""
+    def _take(self, sealed: bool) -> _Worker:
+        """For a sealed run, a worker that served sealed policies before (finalize's checkpoints
+        then cost no process start-up); else a warm worker if one is waiting; else a new one."""
         with self._lock:
+            if sealed and self._sealed_idle:
+                return self._sealed_idle.pop()
             if self._warm:
-                worker = self._warm.pop(0)
-                self._warm.append(self._spawn())
-                return worker
+                return self._warm.pop(0)
         return self._spawn()
 
     def close(self) -> None:
         """Stop the warm workers and wait until every worker of this pool is reaped."""
         with self._lock:
-            warm, self._warm = self._warm, []
+            warm, self._warm = self._warm + self._sealed_idle, []
+            self._sealed_idle = []
         for worker in warm:
             worker.kill()
             self._reapers.append(worker.close())
@@ -258,7 +260,8 @@ class WorkerPool:
         pending = list(tasks)
         started_once = False
         while pending:
-            worker = self._take()
+            worker = self._take(sealed)
+            reusable = False
             try:
                 worker.start(job, sealed)
                 failure = self._await_ready(worker)
@@ -268,11 +271,8 @@ class WorkerPool:
                         return
                     # It started before and fails now: charge the rest to the crash, don't loop.
                     for task in pending:
-                        yield _failed(
-                            task,
-                            "worker_crash",
-                            f"policy worker could not restart: {failure.message}",
-                        )
+                        message = f"policy worker could not restart: {failure.message}"
+                        yield _failed(task, "worker_crash", message)
                     return
                 started_once = True
                 while pending:
@@ -282,8 +282,14 @@ class WorkerPool:
                     yield result
                     if result.error is not None and result.error.category in _FATAL:
                         break  # the worker is gone; start a fresh one for the rest
+                else:
+                    reusable = sealed
             finally:
-                self._reapers.append(worker.close())
+                if reusable:
+                    with self._lock:
+                        self._sealed_idle.append(worker)
+                else:
+                    self._reapers.append(worker.close())
 
     def _await_ready(self, worker: _Worker) -> InitFailure | None:
         deadline = time.monotonic() + self.limits.init_timeout_s + INIT_GRACE_S

@@ -19,6 +19,8 @@ worker's stderr log). Protocol:
 2. judge -> ``episode`` {index, seed, episode_index, max_steps, record}; reply ``episode``
    {index, return, length, error, stdout, stderr, obs_format} with blobs
    [trajectory.jsonl bytes, observations bytes] when ``record``.
+   A worker whose policies all ran sealed accepts another sealed ``init`` (the next checkpoint
+   of a finalize) instead of exiting: it is reused without paying process start-up again.
 3. judge closes the pipe; the worker exits.
 
 Time limits are enforced twice: here with ``SIGALRM`` (so the error carries a traceback of where
@@ -194,6 +196,8 @@ class Worker:
         self.pending_output = ("", "")
         self.init_message: dict[str, Any] = {}
         self.limits: dict[str, Any] = {}
+        # True while every policy this process served ran sealed in a child: it is then clean.
+        self.sealed_only = True
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -259,6 +263,7 @@ class Worker:
         if message.get("sealed"):
             failure = self._fork_policy()
         else:
+            self.sealed_only = False
             apply_rlimits(self.limits)
             failure, policy = self._load_policy()
             if policy is not None:
@@ -521,6 +526,20 @@ class Worker:
                 return 0  # judge closed the pipe: we are done
             if message.get("op") == "episode":
                 self.episode(message)
+            elif message.get("op") == "init" and message.get("sealed") and self.sealed_only:
+                # Policy code never ran in this process, so it may serve another checkpoint.
+                self._retire_sealed()
+                self.init(message, None)
+            else:
+                return 0
+
+    def _retire_sealed(self) -> None:
+        if isinstance(self.policy, SealedPolicy):
+            self.policy.kill()
+        self.policy = None
+        if self.scratch is not None:
+            os.chdir(self.scratch.parent)
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _seed_numpy(value: int) -> None:
