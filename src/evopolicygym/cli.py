@@ -216,13 +216,35 @@ def cmd_check_envs(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         timeout=args.timeout,
         output=args.output,
+        calibrate=args.calibrate,
     )
 
 
 def cmd_check_one_env(args: argparse.Namespace) -> int:
     from evopolicygym.envs.checks import check_one_env_main
 
-    return check_one_env_main(args.env, args.bulk, args.up_to)
+    return check_one_env_main(args.env, args.bulk, args.up_to, args.calibrate)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from evopolicygym.calibration import CalibrationSettings, calibrate, record_calibration
+    from evopolicygym.envs import get_env
+
+    spec = get_env(args.env, bulk=args.bulk)
+    settings = CalibrationSettings(
+        agent=args.agent,
+        budget=args.budget,
+        valid_size=args.valid_size,
+        final_size=args.final_size,
+        jobs=args.jobs,
+    )
+    result = calibrate(spec, settings, root=Path(args.root) if args.root else None)
+    print(result.model_dump_json())
+    verdict = "calibrated" if result.improved else "NOT calibrated (margin within 2 SE)"
+    sys.stderr.write(f"[calibrate] {spec.id}: {verdict}: {result.describe()}\n")
+    if args.record:
+        sys.stderr.write(f"[calibrate] {record_calibration(spec, result)}\n")
+    return 0 if result.improved else 1
 
 
 def cmd_discover_envs(args: argparse.Namespace) -> int:
@@ -359,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check-envs",
         help="readiness checks per environment (levels L0-L4)",
-        description="Check environments up to their declared readiness level: L0 catalogued (spec complete), L1 smoke (build, reset, step, seeded determinism, schema round trip), L2 tasked (task text complete and consistent), L3 scored (random anchor recorded), L4 calibrated (recorded expert beats random). Progress goes to stderr, a summary line to stdout; exit status 1 if any environment fails.",
+        description="Check environments up to their declared readiness level: L0 catalogued (spec complete), L1 smoke (build, reset, step, seeded determinism, schema round trip), L2 tasked (task text complete and consistent), L3 scored (random anchor recorded), L4 calibrated (a built-in agent beats random; `evopolicygym calibrate`). Progress goes to stderr, a summary line to stdout; exit status 1 if any environment fails.",
     )
     check.add_argument(
         "--env",
@@ -396,13 +418,47 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="seconds per environment with --isolate (default 0: none)",
     )
+    check.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="L4: run the built-in agent live (about a minute per env and more on slow ones) instead of reading the recorded [calibration]",
+    )
     check.add_argument("--output", metavar="FILE", help="write the full JSON report here")
     check.set_defaults(handler=cmd_check_envs)
     one = commands.add_parser("_check-one-env")  # internal: the child process of --isolate
     one.add_argument("--env", required=True)
     one.add_argument("--bulk", action="store_true")
     one.add_argument("--up-to")
+    one.add_argument("--calibrate", action="store_true")
     one.set_defaults(handler=cmd_check_one_env)
+
+    calibration = commands.add_parser(
+        "calibrate",
+        help="L4: does a built-in agent beat the random policy within a budget?",
+        description="Run a built-in agent on one environment through a real judge (small hidden pools), then play the uniform random policy on the same held-out cases. Prints the measurement as JSON; exit status 0 when the agent beats random by more than two standard errors, 1 otherwise.",
+        epilog="example:\n  evopolicygym calibrate --env gym/cartpole --record",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    calibration.add_argument("--env", required=True, metavar="ID", help="environment id")
+    calibration.add_argument("--bulk", action="store_true", help="allow gymnasium/<id> ids")
+    calibration.add_argument(
+        "--agent", default="builtin:hillclimb", help="agent kind (default builtin:hillclimb)"
+    )
+    calibration.add_argument("--budget", type=int, default=32, help="train episodes (default 32)")
+    calibration.add_argument(
+        "--valid-size", type=int, default=8, help="validation cases (default 8)"
+    )
+    calibration.add_argument(
+        "--final-size", type=int, default=32, help="held-out cases (default 32)"
+    )
+    calibration.add_argument("--jobs", type=int, help="policy workers (default: cores)")
+    calibration.add_argument("--root", help="keep the agent's run here (default: a temp dir)")
+    calibration.add_argument(
+        "--record",
+        action="store_true",
+        help="write the result into the envspec's [calibration] table (and L3 -> L4 if it improved)",
+    )
+    calibration.set_defaults(handler=cmd_calibrate)
 
     discover = commands.add_parser(
         "discover-envs",
@@ -430,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     from evopolicygym.agents import AgentCommandError
+    from evopolicygym.calibration import CalibrationError
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
     from evopolicygym.runs import RunLockedError
@@ -440,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"evopolicygym: invalid configuration:\n{exc}", file=sys.stderr)
     except (
         AgentCommandError,
+        CalibrationError,
         SplitError,
         MissingExtraError,
         UnknownEnvironmentError,

@@ -194,7 +194,9 @@ def _sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _splits(config: RunConfig, spec: EnvSpec) -> CaseSplits:
+def run_splits(config: RunConfig, spec: EnvSpec) -> CaseSplits:
+    """The case seeds a run plays: its split directory, else the seed-0 splits of the spec's
+    default sizes; hidden pools trimmed to the configured sizes."""
     run = config.run
     if run.data is not None:
         splits = load_splits(run.data, spec.id)
@@ -240,7 +242,7 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
         progress(f"[run] {paths.root} is finished; run.json is unchanged")
         return RunRecord.model_validate_json(paths.run_json.read_text())
     spec = get_env(config.run.env, bulk=config.run.bulk)
-    splits = _splits(config, spec)
+    splits = run_splits(config, spec)
     paths.create()
     with _Lock(paths.private / "lock"):
         _check_resume(paths, config)

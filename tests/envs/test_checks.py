@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from evopolicygym.envs import Anchors, EnvSpec, Registry, get_env
+from evopolicygym.envs import Anchors, Calibration, EnvSpec, Registry, get_env
 from evopolicygym.envs.checks import (
     Target,
     check_env,
@@ -67,18 +67,45 @@ def test_task_text_inconsistent_with_the_schema_fails():
     assert check_spec(spec.model_copy(update={"level": "L2"})).ok
 
 
-def test_missing_anchor_fails_l3_and_l4_needs_an_expert():
+def test_missing_anchor_fails_l3():
     result = check_spec(_cartpole(level="L3", anchors=Anchors()))
     assert result.reached_level == "L2"
     assert "anchors" in next(c for c in result.checks if not c.ok).message
-    anchored = _cartpole(level="L4", anchors=Anchors(random=22.0, random_source="test"))
-    result = check_spec(anchored)
-    assert result.reached_level == "L3" and not result.ok
-    calibrated = _cartpole(
-        level="L4",
-        anchors=Anchors(random=22.0, random_source="t", expert=500.0, expert_source="t"),
+
+
+def test_an_expert_below_random_fails_l3():
+    anchors = Anchors(random=22.0, random_source="t", expert=10.0, expert_source="t")
+    result = check_spec(_cartpole(level="L3", anchors=anchors))
+    assert result.reached_level == "L2"
+    assert "does not beat random" in next(c for c in result.checks if not c.ok).message
+
+
+def _calibration(agent_mean: float, margin_se: float) -> Calibration:
+    return Calibration(
+        agent="builtin:hillclimb",
+        budget=32,
+        valid_size=8,
+        final_size=32,
+        agent_mean=agent_mean,
+        agent_se=margin_se,
+        random_mean=22.0,
+        random_se=1.0,
+        margin_se=margin_se,
     )
-    assert check_spec(calibrated).reached_level == "L4"
+
+
+def test_l4_needs_a_recorded_calibration_that_clearly_beats_random():
+    anchors = Anchors(random=22.0, random_source="t")
+    missing = check_spec(_cartpole(level="L4", anchors=anchors, calibration=None))
+    assert missing.reached_level == "L3" and not missing.ok
+    assert "evopolicygym calibrate --env gym/cartpole" in missing.checks[-1].message
+    lucky = check_spec(_cartpole(level="L4", anchors=anchors, calibration=_calibration(30, 5)))
+    assert lucky.reached_level == "L3"
+    assert "within two standard errors" in lucky.checks[-1].message
+    clear = _calibration(500, 1)
+    calibrated = check_spec(_cartpole(level="L4", anchors=anchors, calibration=clear))
+    assert calibrated.ok and calibrated.reached_level == "L4"
+    assert calibrated.calibration == clear and "margin +478" in calibrated.checks[-1].message
 
 
 class _Leaky(gymnasium.Env):
@@ -133,7 +160,7 @@ def test_select_targets_by_level_and_discover():
 def test_check_envs_report_counts():
     report = check_envs([Target("toy"), Target("gym/nope")])
     assert (report.total, report.ok, report.failed) == (2, 1, 1)
-    assert report.by_level["L3"] == 1 and report.by_level["none"] == 1
+    assert report.by_level["L4"] == 1 and report.by_level["none"] == 1
 
 
 @pytest.mark.slow

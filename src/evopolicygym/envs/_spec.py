@@ -16,6 +16,7 @@ Level = Literal["L0", "L1", "L2", "L3", "L4"]
 ADAPTERS = {
     "toy": "evopolicygym.envs.toy",
     "gymnasium": "evopolicygym.envs.gymnasium_adapter",
+    "web": "evopolicygym.envs.web",
 }
 
 
@@ -30,6 +31,53 @@ class Anchors(BaseModel):
     expert_source: str = Field("", description="Where the expert number comes from.")
 
 
+class Calibration(BaseModel):
+    """A built-in agent's real run through the judge, against the uniform random policy on the
+    same held-out cases: what readiness level L4 asks for. Written by ``evopolicygym calibrate
+    --record``; ``check-envs`` recomputes :attr:`improved` from the numbers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = Field(..., description="Agent that ran, e.g. builtin:hillclimb.")
+    budget: int = Field(..., gt=0, description="Train episodes the agent could spend.")
+    valid_size: int = Field(..., gt=0, description="Validation cases used to pick a checkpoint.")
+    final_size: int = Field(..., gt=0, description="Held-out cases scored (first N of the pool).")
+    agent_mean: float = Field(..., description="Held-out mean return of the picked checkpoint.")
+    agent_se: float = Field(..., ge=0, description="Standard error of agent_mean.")
+    random_mean: float = Field(..., description="Uniform random policy on the same cases.")
+    random_se: float = Field(..., ge=0, description="Standard error of random_mean.")
+    margin_se: float = Field(
+        ...,
+        ge=0,
+        description="Standard error of the per-case difference agent - random (same cases, "
+        "so start states cancel out).",
+    )
+    seconds: float = Field(0.0, ge=0, description="Wall time of the agent run.")
+    measured_at: str = Field("", description="UTC time of the measurement (ISO 8601).")
+    versions: str = Field("", description="Simulator package versions it ran with.")
+
+    @property
+    def margin(self) -> float:
+        """How much better than random the agent scored."""
+        return self.agent_mean - self.random_mean
+
+    @property
+    def threshold(self) -> float:
+        """Two standard errors of the paired difference: a smaller margin could be luck."""
+        return 2.0 * self.margin_se
+
+    @property
+    def improved(self) -> bool:
+        return self.margin > self.threshold
+
+    def describe(self) -> str:
+        return (
+            f"{self.agent} {self.agent_mean:.4g} ± {self.agent_se:.2g} vs random "
+            f"{self.random_mean:.4g} ± {self.random_se:.2g} on {self.final_size} held-out cases "
+            f"(budget {self.budget}): margin {self.margin:+.4g}, two SE {self.threshold:.2g}"
+        )
+
+
 class EnvSpec(BaseModel):
     """One environment as the benchmark runs it. One source of truth: nothing about an
     environment is hard-coded outside its envspec file and its task text."""
@@ -39,7 +87,9 @@ class EnvSpec(BaseModel):
     id: str = Field(..., description="Benchmark id, e.g. gym/cartpole.")
     upstream: str | None = Field(None, description="Gymnasium registry id, e.g. CartPole-v1.")
     family: str = Field(..., description="Environment family, e.g. classic_control, mujoco.")
-    adapter: Literal["toy", "gymnasium"] = Field("gymnasium", description="World implementation.")
+    adapter: Literal["toy", "gymnasium", "web"] = Field(
+        "gymnasium", description="World implementation."
+    )
     extra: str = Field("", description="pyproject extra that installs it ('' = base install).")
     imports: list[str] = Field(
         default_factory=list, description="Modules to import so the upstream id registers."
@@ -62,6 +112,9 @@ class EnvSpec(BaseModel):
     valid_size: int = Field(64, gt=0, description="Validation cases without a split dir.")
     heldout_size: int = Field(256, gt=0, description="Held-out cases without a split dir.")
     anchors: Anchors = Field(default_factory=Anchors)
+    calibration: Calibration | None = Field(
+        None, description="A built-in agent's measured improvement on random (level L4)."
+    )
     task: str = Field("", description="Task text (Markdown); loaded from the .md beside the TOML.")
     source: str = Field("", description="Path of the envspec file ('' for generated specs).")
 
