@@ -6,11 +6,20 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
-from evopolicygym.calibration import CalibrationSettings, calibrate, record_calibration
-from evopolicygym.envs import Calibration, EnvSpec, envspecs_root
+from evopolicygym.calibration import (
+    TABLE_END,
+    TABLE_START,
+    CalibrationSettings,
+    calibrate,
+    calibration_table,
+    record_calibration,
+    render_into,
+)
+from evopolicygym.envs import Calibration, EnvSpec, default_registry, envspecs_root
 from evopolicygym.envs.checks import check_spec
 
 
@@ -71,3 +80,25 @@ def test_cli_exit_status_says_whether_the_agent_beat_random():
     assert "NOT calibrated" in done.stderr
     result = Calibration.model_validate_json(done.stdout.strip().splitlines()[-1])
     assert result.agent == "builtin:random" and not result.improved
+
+
+def test_the_calibration_doc_shows_every_recorded_calibration():
+    doc = Path(__file__).parents[1] / "docs" / "envs" / "calibration.md"
+    specs = sorted(default_registry().specs(), key=lambda s: (s.family, s.id))
+    table = calibration_table(specs)
+    assert render_into(doc.read_text(), table) == doc.read_text(), (
+        "docs/envs/calibration.md is stale: python -m evopolicygym.calibration --markdown "
+        "docs/envs/calibration.md"
+    )
+    for spec in specs:
+        if spec.calibration:
+            row = next(line for line in table.splitlines() if f"`{spec.id}`" in line)
+            assert ("| yes |" in row) == spec.calibration.improved
+            assert f"{spec.calibration.agent_mean:.4g}" in row
+
+
+def test_rendering_needs_the_markers():
+    with pytest.raises(ValueError, match="region"):
+        render_into("# no markers\n", "| table |\n")
+    text = f"intro\n{TABLE_START}\nold\n{TABLE_END}\noutro\n"
+    assert render_into(text, "new\n") == f"intro\n{TABLE_START}\nnew\n{TABLE_END}\noutro\n"

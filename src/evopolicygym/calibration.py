@@ -34,7 +34,13 @@ from evopolicygym.envs.anchors import random_episode_return
 from evopolicygym.protocol import AgentSection, RunConfig, RunSection
 from evopolicygym.runs import Progress, run_from_config, run_splits, stderr_progress
 
-__all__ = ["CalibrationError", "CalibrationSettings", "calibrate", "record_calibration"]
+__all__ = [
+    "CalibrationError",
+    "CalibrationSettings",
+    "calibrate",
+    "calibration_table",
+    "record_calibration",
+]
 
 # Simulator distributions worth naming in a measurement, by their import name.
 SIMULATORS = {
@@ -174,3 +180,61 @@ def record_calibration(spec: EnvSpec, calibration: Calibration) -> str:
     Calibration.model_validate(tomllib.loads(text)["calibration"])  # it reads back the same
     path.write_text(text, encoding="utf-8")
     return "; ".join(changes)
+
+
+TABLE_START = (
+    "<!-- calibration-table:start (python -m evopolicygym.calibration --markdown FILE) -->"
+)
+TABLE_END = "<!-- calibration-table:end -->"
+
+
+def calibration_table(specs: list[EnvSpec]) -> str:
+    """The recorded calibrations as a Markdown table, one row per envspec (in the given order);
+    envspecs without one show what is missing."""
+    lines = [
+        "| env | level | agent | budget | held-out N | agent mean ± SE | random mean ± SE "
+        "| margin (2 SE) | calibrated | agent run (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for spec in specs:
+        c = spec.calibration
+        if c is None:
+            lines.append(f"| `{spec.id}` | {spec.level} | not measured |  |  |  |  |  |  |  |")
+            continue
+        lines.append(
+            f"| `{spec.id}` | {spec.level} | {c.agent} | {c.budget} | {c.final_size} "
+            f"| {c.agent_mean:.4g} ± {c.agent_se:.2g} | {c.random_mean:.4g} ± {c.random_se:.2g} "
+            f"| {c.margin:+.4g} ({c.threshold:.2g}) | {'yes' if c.improved else 'no'} "
+            f"| {c.seconds:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_into(text: str, table: str) -> str:
+    """``text`` with the region between the table markers replaced by ``table``."""
+    head, start, rest = text.partition(TABLE_START)
+    _, end, tail = rest.partition(TABLE_END)
+    if not start or not end:
+        raise ValueError(f"the file has no {TABLE_START} ... {TABLE_END} region")
+    return f"{head}{TABLE_START}\n{table}{TABLE_END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from evopolicygym.envs import default_registry
+
+    parser = argparse.ArgumentParser(
+        prog="python -m evopolicygym.calibration",
+        description="Write the table of recorded calibrations (every curated envspec) into the "
+        "marked region of a Markdown file, e.g. docs/envs/calibration.md.",
+    )
+    parser.add_argument("--markdown", required=True, type=Path, metavar="FILE")
+    args = parser.parse_args(argv)
+    table = calibration_table(sorted(default_registry().specs(), key=lambda s: (s.family, s.id)))
+    args.markdown.write_text(render_into(args.markdown.read_text(), table), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -409,6 +409,10 @@ class Worker:
         world = self.world
         rows: list[dict[str, Any]] = []
         raw_obs: list[Any] = []
+        # A row keeps the policy's (list) form of its observation only while the episode's
+        # observations could still stay inline: an image's list form costs megabytes per step.
+        keep_visible = not message.get("obs_external", False)
+        inline_bytes = 0
         total, step, error = 0.0, 0, None
         out, err = self._capture(limits["output_bytes"])
         init_out, init_err = self.pending_output
@@ -437,10 +441,16 @@ class Worker:
                 total += turn.reward
                 if record:
                     raw_obs.append(obs)
+                    if keep_visible:
+                        inline_bytes += _nbytes(obs)
+                        if inline_bytes > EXTERNALIZE_BYTES:
+                            keep_visible = False
+                            for row in rows:
+                                row["obs"] = None
                     rows.append(
                         {
                             "t": step,
-                            "obs": visible,
+                            "obs": visible if keep_visible else None,
                             "action": action,
                             "reward": turn.reward,
                             "terminated": turn.terminated,
@@ -498,6 +508,9 @@ class Worker:
             if obs_blob is not None:
                 for row in rows:
                     row["obs"] = None
+            elif not keep_visible:  # large but not stackable (ragged): inline after all
+                for row, raw in zip(rows, raw_obs, strict=True):
+                    row["obs"] = world.observe(raw)
             blobs = [_jsonl(rows), obs_blob or b""]
         self.send(header, blobs)
 
@@ -546,6 +559,13 @@ def _seed_numpy(value: int) -> None:
     import numpy
 
     numpy.random.seed(value % 2**32)
+
+
+def _nbytes(obs: Any) -> int:
+    """Bytes ``obs`` adds to a stack of observations (as ``_externalize`` counts them)."""
+    if isinstance(obs, dict):
+        return sum(_nbytes(value) for value in obs.values())
+    return getattr(obs, "nbytes", 8)
 
 
 def _jsonl(rows: list[dict[str, Any]]) -> bytes:

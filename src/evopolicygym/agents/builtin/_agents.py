@@ -62,14 +62,20 @@ def _waiting(budget: BudgetView) -> str | None:
 def initial_candidates(
     action_space: dict[str, Any], n_out: int, n_feat: int, *, seed: int
 ) -> list[list[float]]:
-    """Where the search starts: a random linear map with zero bias, preceded, for a Discrete
-    space of at most ``MAX_CONSTANT_SEEDS`` actions, by every constant action (zero weights,
-    one-hot bias): the simplest policies are worth one submit each."""
+    """Where the search starts: a random linear map with zero bias, preceded by the simplest
+    policies, worth one submit each: for a Discrete space of at most ``MAX_CONSTANT_SEEDS``
+    actions every constant action (zero weights, one-hot bias); for any other space the zero
+    map, which always plays the middle of the action bounds (often "do nothing": no control
+    cost, which a random map's saturated actions pay in full)."""
     weights = np.random.default_rng(seed).normal(0.0, 1.0, n_out * n_feat)
     candidates = []
-    if action_space.get("type") == "Discrete" and n_out <= MAX_CONSTANT_SEEDS:
-        for action in range(n_out):
-            candidates.append(np.concatenate([np.zeros(n_out * n_feat), np.eye(n_out)[action]]))
+    if action_space.get("type") == "Discrete":
+        if n_out <= MAX_CONSTANT_SEEDS:
+            for action in range(n_out):
+                constant = np.concatenate([np.zeros(n_out * n_feat), np.eye(n_out)[action]])
+                candidates.append(constant)
+    else:
+        candidates.append(np.zeros(n_out * n_feat + n_out))
     candidates.append(np.concatenate([weights, np.zeros(n_out)]))
     return [c.tolist() for c in candidates]
 

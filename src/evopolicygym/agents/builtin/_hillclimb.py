@@ -10,8 +10,8 @@ parameters found.
 
 The search starts from a few *seed* candidates measured on the first probe: for a small
 Discrete action space, the constant policies (one per action), which are the simplest
-hypotheses and cost one submit each; otherwise one random linear map. The best seed becomes
-the first parent.
+hypotheses and cost one submit each; otherwise the zero map (the middle of the action bounds),
+then one random linear map. The best seed becomes the first parent.
 """
 
 from __future__ import annotations

@@ -1,0 +1,34 @@
+"""Helpers of the policy worker that decide where an episode's observations go."""
+
+import io
+
+import numpy as np
+
+from evopolicygym.rollout.worker import EXTERNALIZE_BYTES, _externalize, _nbytes
+
+
+def test_nbytes_counts_what_the_stack_will_hold():
+    image = np.zeros((210, 160, 3), np.uint8)
+    assert _nbytes(image) == 210 * 160 * 3
+    assert _nbytes({"image": image, "direction": np.int64(2), "mission": "go"}) == 100800 + 16
+    assert _nbytes(3) == 8
+
+
+def test_large_stacks_go_to_npy_and_small_ones_stay_inline():
+    small = [np.zeros(4) for _ in range(10)]
+    assert _externalize(small, always=False) == (None, None)
+    frames = [np.full((8, 8, 3), t, np.uint8) for t in range(100)]
+    assert sum(_nbytes(f) for f in frames) > EXTERNALIZE_BYTES
+    blob, kind = _externalize(frames, always=False)
+    assert kind == "npy"
+    assert np.array_equal(np.load(io.BytesIO(blob))[42], frames[42])
+
+
+def test_dicts_go_to_npz_and_ragged_observations_stay_inline():
+    obs = [{"image": np.full((7, 7, 3), t, np.uint8), "direction": t % 4} for t in range(50)]
+    blob, kind = _externalize(obs, always=True)
+    stored = np.load(io.BytesIO(blob))
+    assert kind == "npz" and stored["image"].shape == (50, 7, 7, 3)
+    assert list(stored["direction"][:5]) == [0, 1, 2, 3, 0]
+    ragged = [np.zeros(1000 + t) for t in range(5)]
+    assert _externalize(ragged, always=False) == (None, None)
