@@ -121,23 +121,14 @@
         );
 
       webExtra = pkgs: {
-        packages = [ pkgs.playwright-driver ];
+        # BrowserGym drives this Chromium through the Playwright driver of the Python wheel
+        # (src/evopolicygym/envs/web.py), so no Playwright browser download is needed.
+        packages = [ pkgs.chromium ];
         env = {
           MINIWOB_URL = "file://${miniwob}/miniwob/html/miniwob/";
-          PLAYWRIGHT_BROWSERS_PATH = "${pkgs.playwright-driver.browsers}";
-          PLAYWRIGHT_SKIP_VALIDATE_HOST_REQUIREMENTS = "true";
+          EVOPOLICYGYM_CHROMIUM = "${pkgs.chromium}/bin/chromium";
           PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD = "1";
         };
-        # Playwright looks up browsers by the revision its own driver expects: the Python
-        # package must have the version of nixpkgs' playwright-driver.
-        hook = ''
-          nix_playwright="${pkgs.playwright-driver.version}"
-          py_playwright="$(python -c 'import importlib.metadata as m; print(m.version("playwright"))' 2>/dev/null || true)"
-          if [ -n "$py_playwright" ] && [ "$py_playwright" != "$nix_playwright" ]; then
-            echo "evopolicygym: Python playwright $py_playwright does not match nixpkgs playwright-driver $nix_playwright;" >&2
-            echo "evopolicygym: browsers will not be found. Pin playwright==$nix_playwright in pyproject.toml (then uv lock)." >&2
-          fi
-        '';
       };
 
       shellsFor =

@@ -24,9 +24,9 @@ from evopolicygym.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 QUICK_START = (
-    "uv run snakemake smoke --cores 2          # main job, offline: smoke suite with built-in"
-    " agents -> results/smoke/report.html",
-    "uv run --extra core --extra dev pytest    # the tests",
+    "uv run snakemake smoke --cores 2                                    # main job, offline: "
+    "smoke suite with built-in agents -> results/smoke/report.html",
+    "uv run --extra core --extra atari --extra web --extra dev pytest    # the tests",
 )
 SHELL_FENCES = {"sh", "bash", "console", "shell"}
 # Commands of other tools that the docs show for completeness; nothing of ours to check.

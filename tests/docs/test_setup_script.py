@@ -73,7 +73,7 @@ def test_dry_run_plans_one_locked_sync_with_all_requested_extras(checkout):
     assert not (checkout / "third_party").exists()
 
 
-def test_dry_run_web_plans_the_pinned_checkout_and_miniwob_url(checkout):
+def test_dry_run_web_plans_the_pinned_checkout_and_chromium(checkout):
     proc = setup(checkout, "--web", "--no-system", "--dry-run")
     assert proc.returncode == 0, proc.stderr
     target = checkout / "third_party" / "miniwob-plusplus"
@@ -82,22 +82,39 @@ def test_dry_run_web_plans_the_pinned_checkout_and_miniwob_url(checkout):
         f"git clone --quiet https://github.com/Farama-Foundation/miniwob-plusplus.git {target}"
         in proc.stdout
     )
-    assert f"MINIWOB_URL=file://{target}/miniwob/html/miniwob/" in proc.stdout
-    assert "+ uv run --no-sync playwright install chromium" in proc.stdout
+    assert f"MiniWoB++ pages: {target}/miniwob/html/miniwob/" in proc.stdout
+    listed = next(line for line in proc.stdout.splitlines() if "install them yourself" in line)
+    assert "chromium" in listed.split(": ", 1)[1].split()
+    assert "playwright install" not in proc.stdout
 
 
-def test_web_fails_clearly_when_the_source_is_unreachable(checkout, tmp_path):
+def _no_uv_sync(checkout: Path, tmp_path: Path) -> dict[str, str]:
+    """PATH with a uv that only records its arguments, so the test never installs anything."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    (bin_dir / "uv").write_text('#!/bin/sh\necho "uv $*" >> "$UV_CALLS"\n')
+    (bin_dir / "uv").chmod(0o755)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "UV_CALLS": str(tmp_path / "uv.calls")}
+
+
+def test_web_falls_back_to_the_wheel_pages_when_the_source_is_unreachable(checkout, tmp_path):
+    env = _no_uv_sync(checkout, tmp_path)
     proc = setup(
-        checkout, "--web", "--no-system", EVOPOLICYGYM_MINIWOB_SOURCE=str(tmp_path / "nowhere")
+        checkout,
+        "--web",
+        "--no-system",
+        EVOPOLICYGYM_MINIWOB_SOURCE=str(tmp_path / "nowhere"),
+        **env,
     )
-    assert proc.returncode == 1
-    assert "could not clone MiniWoB++" in proc.stderr
-    assert "EVOPOLICYGYM_MINIWOB_SOURCE" in proc.stderr
-    # It stops before touching Python packages.
-    assert "uv sync" not in proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    assert "could not clone MiniWoB++" in proc.stdout
+    assert "EVOPOLICYGYM_MINIWOB_SOURCE" in proc.stdout
+    assert "MiniWoB++ pages: the miniwob wheel's" in proc.stdout
+    assert "--extra web" in (tmp_path / "uv.calls").read_text()
+    assert not (checkout / "third_party" / "miniwob-plusplus").exists()
 
 
-def test_web_refuses_a_clone_without_the_pinned_commit(checkout, tmp_path):
+def test_web_drops_a_clone_without_the_pinned_commit(checkout, tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
@@ -105,9 +122,10 @@ def test_web_refuses_a_clone_without_the_pinned_commit(checkout, tmp_path):
     (mirror / "README").write_text("not MiniWoB++\n")
     subprocess.run([*git, "add", "README"], cwd=mirror, check=True)
     subprocess.run([*git, "commit", "-qm", "x"], cwd=mirror, check=True)
-    proc = setup(checkout, "--web", "--no-system", EVOPOLICYGYM_MINIWOB_SOURCE=str(mirror))
-    assert proc.returncode == 1
-    assert f"commit {MINIWOB_REV} is not in {mirror}" in proc.stderr
+    env = _no_uv_sync(checkout, tmp_path)
+    proc = setup(checkout, "--web", "--no-system", EVOPOLICYGYM_MINIWOB_SOURCE=str(mirror), **env)
+    assert proc.returncode == 0, proc.stderr
+    assert f"commit {MINIWOB_REV} is not in {mirror}" in proc.stdout
     assert not (checkout / "third_party" / "miniwob-plusplus").exists()
 
 

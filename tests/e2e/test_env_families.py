@@ -16,6 +16,7 @@ FAMILY_ENVS = [
     "gymnasium/MiniGrid-FourRooms-v0",
     "gymnasium/roundabout-v0",
     "gymnasium/FetchPush-v4",
+    "gym/pong",
 ]
 
 

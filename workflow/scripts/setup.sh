@@ -12,7 +12,7 @@ MINIWOB_DIR="$REPO/third_party/miniwob-plusplus"
 # these are the shared libraries and tools around them.
 APT_SMOKE=(bubblewrap git)
 APT_CORE=(bubblewrap git ffmpeg libegl1 libgl1 libgl1-mesa-dri libosmesa6 swig)
-APT_WEB=(git)
+APT_WEB=(git chromium)
 
 usage() {
   cat <<EOF
@@ -26,8 +26,9 @@ Steps (at least one):
                  (apt: ${APT_SMOKE[*]})
   --core         Core-16 simulators (Box2D, MuJoCo, MiniGrid, HighwayEnv, Robotics) and the
                  SLURM/Kubernetes executor plugins (apt: ${APT_CORE[*]})
-  --web          MiniWoB++ at commit $MINIWOB_REV in
-                 third_party/miniwob-plusplus, BrowserGym, Playwright's Chromium
+  --web          BrowserGym and Debian's Chromium (apt: ${APT_WEB[*]}), and MiniWoB++ at
+                 commit $MINIWOB_REV in third_party/miniwob-plusplus (if it cannot be
+                 cloned, the pages shipped in the miniwob wheel are used instead)
   --atari-roms   ale-py and a check that its Atari ROMs are present (AutoROM if they are not)
 
 Options:
@@ -149,14 +150,16 @@ if ((want_web)); then
     fi
     say "cloning MiniWoB++ from $MINIWOB_SOURCE"
     run mkdir -p "$REPO/third_party"
-    run git clone --quiet "$MINIWOB_SOURCE" "$MINIWOB_DIR" ||
-      die "could not clone MiniWoB++ from $MINIWOB_SOURCE." \
-        "Offline or GitHub unreachable? Point EVOPOLICYGYM_MINIWOB_SOURCE at a mirror or a local clone."
-    run git -C "$MINIWOB_DIR" -c advice.detachedHead=false checkout --quiet "$MINIWOB_REV" || {
+    if ! run git clone --quiet "$MINIWOB_SOURCE" "$MINIWOB_DIR"; then
+      say "warning: could not clone MiniWoB++ from $MINIWOB_SOURCE (offline or GitHub unreachable?);" \
+        "using the pages of the miniwob wheel. For the pinned pages, point EVOPOLICYGYM_MINIWOB_SOURCE" \
+        "at a mirror or a local clone and run this step again."
       rm -rf "$MINIWOB_DIR"
-      die "commit $MINIWOB_REV is not in $MINIWOB_SOURCE." \
-        "Use a clone of Farama-Foundation/miniwob-plusplus that contains it."
-    }
+    elif ! run git -C "$MINIWOB_DIR" -c advice.detachedHead=false checkout --quiet "$MINIWOB_REV"; then
+      rm -rf "$MINIWOB_DIR"
+      say "warning: commit $MINIWOB_REV is not in $MINIWOB_SOURCE; using the pages of the miniwob" \
+        "wheel. Use a clone of Farama-Foundation/miniwob-plusplus that contains it."
+    fi
   fi
 fi
 
@@ -169,11 +172,17 @@ run uv sync --locked --inexact "${sync_args[@]}" ||
     "Lock out of date? Run 'uv lock' after editing pyproject.toml."
 
 if ((want_web)); then
-  say "installing Playwright's Chromium"
-  run uv run --no-sync playwright install chromium ||
-    die "Playwright could not download Chromium." \
-      "It downloads from Playwright's CDN; offline, copy a browser cache and set PLAYWRIGHT_BROWSERS_PATH."
-  say "for BrowserGym MiniWoB++ tasks: export MINIWOB_URL=file://$MINIWOB_DIR/miniwob/html/miniwob/"
+  if [[ -d "$MINIWOB_DIR/.git" ]] || ((DRY_RUN)); then
+    say "MiniWoB++ pages: $MINIWOB_DIR/miniwob/html/miniwob/ (found by itself; MINIWOB_URL overrides it)"
+  else
+    say "MiniWoB++ pages: the miniwob wheel's (MINIWOB_URL overrides them)"
+  fi
+  if [[ -n "${EVOPOLICYGYM_CHROMIUM:-}" ]] || command -v chromium >/dev/null 2>&1; then
+    say "browser: ${EVOPOLICYGYM_CHROMIUM:-$(command -v chromium)}"
+  else
+    say "warning: no chromium found; install Debian's chromium package (apt-get install chromium)" \
+      "or set EVOPOLICYGYM_CHROMIUM to a Chromium binary"
+  fi
 fi
 
 if ((want_atari)); then

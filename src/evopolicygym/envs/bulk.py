@@ -8,9 +8,7 @@ into ``step_cap_source``, so no cap is ever silent.
 
 from __future__ import annotations
 
-import os
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -21,6 +19,7 @@ from .gymnasium_adapter import action_labels, make_env
 from .registry import BULK_PREFIX, UnknownEnvironmentError
 from .spaces import schema_has_image, space_schema
 from .tasktext import template_task
+from .web import MINIWOB_COMMIT, miniwob_url
 
 __all__ = [
     "DEFAULT_STEP_CAP",
@@ -33,8 +32,6 @@ __all__ = [
 ]
 
 DEFAULT_STEP_CAP = 1000
-MINIWOB_COMMIT = "7fd85d71a4b60325c6585396ec4f48377d049838"
-MINIWOB_CHECKOUT = Path("third_party") / "miniwob-plusplus"
 
 
 @cache
@@ -67,32 +64,11 @@ def env_step_limit(env: gymnasium.Env) -> tuple[int, str] | None:
     return None
 
 
-def miniwob_url() -> str | None:
-    """Base URL of the MiniWoB++ pages: ``$MINIWOB_URL``, else a ``file://`` URL of
-    ``third_party/miniwob-plusplus`` (commit :data:`MINIWOB_COMMIT`) under the repository root
-    or the current directory; None when neither exists."""
-    explicit = os.environ.get("MINIWOB_URL")
-    if explicit:
-        return explicit
-    repository = Path(__file__).resolve().parents[3]
-    for root in (repository, Path.cwd()):
-        pages = root / MINIWOB_CHECKOUT / "miniwob" / "html" / "miniwob"
-        if pages.is_dir():
-            return pages.as_uri() + "/"
-    return None
-
-
 def _kwargs_for(upstream_id: str) -> dict[str, Any]:
     if not upstream_id.startswith("browsergym/miniwob."):
         return {}
-    url = miniwob_url()
-    if url is None:
-        raise RuntimeError(
-            f"{upstream_id} needs the MiniWoB++ pages: clone "
-            f"https://github.com/Farama-Foundation/miniwob-plusplus into {MINIWOB_CHECKOUT} and "
-            f"check out {MINIWOB_COMMIT}, or set MINIWOB_URL (see docs/envs/web.md)"
-        )
-    return {"task_kwargs": {"base_url": url}}
+    # MiniWoB++ pages: $MINIWOB_URL, a checkout, or the miniwob wheel's (see envs/web.py).
+    return {"task_kwargs": {"base_url": miniwob_url()}}
 
 
 @cache
@@ -114,6 +90,7 @@ def bulk_spec(upstream_id: str) -> EnvSpec:
         id=BULK_PREFIX + upstream_id,
         upstream=upstream_id,
         family=family,
+        adapter="web" if family == "web" else "gymnasium",
         extra=FAMILIES[family].extra,
         imports=plugin_modules,
         kwargs=_kwargs_for(upstream_id),
@@ -121,14 +98,19 @@ def bulk_spec(upstream_id: str) -> EnvSpec:
         step_cap_source="draft",
         reward="sum of the Gymnasium rewards over the episode (see the upstream documentation)",
     )
-    env = make_env(draft)
-    try:
-        obs_schema = space_schema(env.observation_space)
-        action_schema = space_schema(env.action_space, labels=action_labels(env))
-        registered = gymnasium.spec(upstream_id).max_episode_steps
-        own = env_step_limit(env)
-    finally:
-        env.close()
+    registered = gymnasium.spec(upstream_id).max_episode_steps
+    if draft.adapter == "web":
+        # BrowserGym: compact observations and action strings (envs/web.py); no own limit.
+        obs_schema, action_schema = draft.describe()
+        own = None
+    else:
+        env = make_env(draft)
+        try:
+            obs_schema = space_schema(env.observation_space)
+            action_schema = space_schema(env.action_space, labels=action_labels(env))
+            own = env_step_limit(env)
+        finally:
+            env.close()
     if isinstance(registered, int) and registered > 0:
         steps, source = registered, f"Gymnasium registry: max_episode_steps = {registered}"
     elif own is not None:

@@ -119,6 +119,8 @@ def family_of(upstream_id: str) -> str:
     entry = spec.entry_point if isinstance(spec.entry_point, str) else ""
     if upstream_id.startswith("ALE/"):
         return "atari"
+    if upstream_id.startswith("browsergym/"):  # registered with a lambda entry point
+        return "web"
     for prefix, family in _ENTRY_POINT_FAMILIES:
         if entry.startswith(prefix):
             return family

@@ -41,6 +41,8 @@ INHERITED_VARIABLES = (
     "MUJOCO_GL",
     "PYOPENGL_PLATFORM",
     "MINIWOB_URL",
+    "EVOPOLICYGYM_CHROMIUM",  # the web family's browser (envs/web.py)
+    "PLAYWRIGHT_BROWSERS_PATH",
     "EVOPOLICYGYM_ENVSPECS",
     "VIRTUAL_ENV",
 )

@@ -1,0 +1,57 @@
+"""A real judge submit on a web environment: policy workers build BrowserGym MiniWoB++ in
+Chromium, a simple policy reads the accessibility tree and clicks the button the goal names, and
+the feedback holds one trajectory row per step with the observations in observations.npz."""
+
+import json
+
+import numpy as np
+import pytest
+
+from support import write_policy
+from web_support import needs_web
+
+SOLVER = """
+import re
+
+
+class Policy:
+    def __init__(self, obs_space, action_space, env_meta):
+        assert action_space["type"] == "Text" and "click" in action_space["functions"]
+        self.keys = sorted(obs_space["spaces"])
+
+    def reset(self, episode_index):
+        pass
+
+    def act(self, obs):
+        label = re.search(r'"(.*)"', obs["goal"]).group(1)
+        found = re.search(r"\\[(\\d+)\\] button '" + re.escape(label) + "'", obs["axtree"])
+        return f'click("{found.group(1)}")' if found else "noop(0)"
+"""
+
+
+@needs_web
+@pytest.mark.slow
+@pytest.mark.judge(env="browsergym/miniwob.click-button", budget=2, jobs=1)
+def test_a_submit_runs_a_web_env_in_chromium(live_judge):
+    assert live_judge.judge.settings.spec.obs_storage == "external"
+    write_policy(live_judge.paths.system, SOLVER)
+    response = live_judge.submit([0, 1])
+    summary = response.body["summary"]
+    assert response.status == 200 and summary["status"] == "ok", summary
+    assert summary["errors"] == [] and summary["returns"] == [1.0, 1.0]
+    assert summary["episode_lengths"] == [1, 1]
+    for local in range(2):
+        episode = live_judge.paths.feedback / "submit_000" / "episodes" / f"ep_{local:03d}"
+        rows = [
+            json.loads(line) for line in (episode / "trajectory.jsonl").read_text().splitlines()
+        ]
+        assert len(rows) == 1
+        (row,) = rows
+        assert row["obs"] is None and row["reward"] == 1.0 and row["terminated"] is True
+        assert row["action"].startswith('click("')
+        assert row["info"]["task_info"]["RAW_REWARD_GLOBAL"] == 1
+        with np.load(episode / "observations.npz", allow_pickle=False) as stored:
+            assert stored["screenshot"].shape == (1, 214, 332, 3)
+            assert stored["screenshot"].dtype == np.uint8
+            assert str(stored["goal"][0]).startswith("Click on the")
+            assert "button" in str(stored["axtree"][0])
