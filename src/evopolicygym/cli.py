@@ -435,7 +435,12 @@ def build_parser() -> argparse.ArgumentParser:
     calibration = commands.add_parser(
         "calibrate",
         help="L4: does a built-in agent beat the random policy within a budget?",
-        description="Run a built-in agent on one environment through a real judge (small hidden pools), then play the uniform random policy on the same held-out cases. Prints the measurement as JSON; exit status 0 when the agent beats random by more than two standard errors, 1 otherwise.",
+        description=(
+            "Readiness level L4. Run a built-in agent on one environment through a real judge\n"
+            "(small hidden pools), then play the uniform random policy on the same held-out\n"
+            "cases. Prints the measurement as JSON on stdout; exit status 0 when the agent beats\n"
+            "random by more than two standard errors of the per-case difference, 1 otherwise."
+        ),
         epilog="example:\n  evopolicygym calibrate --env gym/cartpole --record",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
