@@ -228,3 +228,5 @@ def test_bulk_miniwob_ids_run_through_the_web_adapter():
     assert spec.kwargs["task_kwargs"]["base_url"] == miniwob_url()
     assert spec.kwargs["task_kwargs"]["base_url"].endswith("/")
     assert spec.obs_storage == "external" and "`Image`" in spec.task
+    # BrowserGym registers no limit: bulk MiniWoB ids get its benchmark's 10 steps, said so.
+    assert spec.max_episode_steps == 10 and "max_steps = 10" in spec.step_cap_source

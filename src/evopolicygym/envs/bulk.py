@@ -19,7 +19,7 @@ from .gymnasium_adapter import action_labels, make_env
 from .registry import BULK_PREFIX, UnknownEnvironmentError
 from .spaces import schema_has_image, space_schema
 from .tasktext import template_task
-from .web import MINIWOB_COMMIT, miniwob_url
+from .web import MINIWOB_COMMIT, MINIWOB_MAX_STEPS, MINIWOB_STEPS_SOURCE, miniwob_url
 
 __all__ = [
     "DEFAULT_STEP_CAP",
@@ -113,6 +113,8 @@ def bulk_spec(upstream_id: str) -> EnvSpec:
             env.close()
     if isinstance(registered, int) and registered > 0:
         steps, source = registered, f"Gymnasium registry: max_episode_steps = {registered}"
+    elif upstream_id.startswith("browsergym/miniwob."):
+        steps, source = MINIWOB_MAX_STEPS, MINIWOB_STEPS_SOURCE
     elif own is not None:
         steps, source = own[0], f"no registry limit; the env's own limit: {own[1]}"
     else:

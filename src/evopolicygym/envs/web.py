@@ -79,6 +79,12 @@ __all__ = [
 
 MINIWOB_VARIABLE = "MINIWOB_URL"
 MINIWOB_COMMIT = "7fd85d71a4b60325c6585396ec4f48377d049838"
+# BrowserGym registers no step limit; its own MiniWoB++ benchmark runs 10 steps per episode.
+MINIWOB_MAX_STEPS = 10
+MINIWOB_STEPS_SOURCE = (
+    "BrowserGym's MiniWoB benchmark: max_steps = 10 per episode (browsergym-experiments, "
+    "benchmark/configs.py); BrowserGym registers no max_episode_steps"
+)
 MINIWOB_CHECKOUT = Path("third_party") / "miniwob-plusplus"
 _PAGES = Path("miniwob") / "html" / "miniwob"  # inside a checkout and inside the miniwob wheel
 REPOSITORY_ROOT = Path(__file__).resolve().parents[3]
