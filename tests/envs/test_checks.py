@@ -200,3 +200,13 @@ def test_isolated_timeout_is_a_failed_row():
     report = check_envs([Target("gym/racing")], isolate=True, timeout=0.5)
     row = report.envs[0]
     assert not row.ok and row.error.startswith("check_timeout")
+
+
+@pytest.mark.slow
+def test_isolated_check_calibrates_live_in_the_child():
+    recorded = get_env("toy").calibration
+    report = check_envs([Target("toy", live=True)], isolate=True, timeout=600)
+    row = report.envs[0]
+    assert row.ok and row.reached_level == "L4", row
+    assert row.calibration is not None and row.calibration.improved
+    assert row.calibration.measured_at != recorded.measured_at  # measured now, not read
