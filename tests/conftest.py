@@ -61,8 +61,15 @@ class LiveJudge:
 @pytest.fixture
 def live_judge(tmp_path: Path, request) -> Iterator[LiveJudge]:
     """A toy judge (budget 6, train 8 / valid 16 / held-out 32) unless the test is marked with
-    ``@pytest.mark.judge(env=..., budget=..., limits={...}, jobs=...)``."""
-    options = {"env": "toy", "budget": 6, "limits": {}, "jobs": 2, "maximum": None}
+    ``@pytest.mark.judge(env=..., budget=..., limits={...}, jobs=..., compress_images=...)``."""
+    options = {
+        "env": "toy",
+        "budget": 6,
+        "limits": {},
+        "jobs": 2,
+        "maximum": None,
+        "compress_images": False,
+    }
     marker = request.node.get_closest_marker("judge")
     if marker:
         options.update(marker.kwargs)
@@ -79,6 +86,7 @@ def live_judge(tmp_path: Path, request) -> Iterator[LiveJudge]:
         maximum=options["maximum"] or budget,
         limits=LimitsSection(**options["limits"]),
         jobs=options["jobs"],
+        compress_images=options["compress_images"],
     )
     ledger = Ledger.open(
         paths.private / "journal.jsonl",

@@ -86,6 +86,8 @@ def _run_config(args: argparse.Namespace):
             run[key] = value
     if args.bulk:
         run["bulk"] = True
+    if args.compress_images:
+        run["compress_images"] = True
     if args.agent is not None:
         agent["kind"] = args.agent
     if "model" not in run and agent.get("kind", "").startswith("builtin:"):
@@ -298,6 +300,12 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--maximum", type=int, help="most episodes per submit (default: the budget)")
     where.add_argument("--valid-size", type=int, help="validation cases (first N of the pool)")
     where.add_argument("--final-size", type=int, help="held-out cases (first N of the pool)")
+    where.add_argument(
+        "--compress-images",
+        action="store_true",
+        help="store pixel observations in feedback as compressed observations.npz (key 'obs') "
+        "instead of the reference's observations.npy",
+    )
     where.add_argument(
         "--jobs", type=int, help="policy worker processes (default: number of cores)"
     )

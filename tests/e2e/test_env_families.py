@@ -4,6 +4,7 @@ trajectory row per step, with observations in .npy/.npz files where they are lar
 
 import json
 
+import numpy as np
 import pytest
 
 from support import constant_policy, write_policy
@@ -42,3 +43,20 @@ def test_a_submit_runs_on_every_family(tmp_path, request, env_id):
         assert (rows[0]["obs"] is None) == bool(external)
         if live_judge.judge.settings.spec.obs_storage == "external":
             assert external, "image observations must be stored in observations.npy/.npz"
+
+
+@pytest.mark.core
+@pytest.mark.slow
+@pytest.mark.judge(env="gym/pong", budget=1, jobs=1, compress_images=True)
+def test_compress_images_stores_pong_frames_in_a_compressed_npz(live_judge):
+    assert "compressed `observations.npz` (key `obs`)" in live_judge.request("GET", "/task").body
+    write_policy(live_judge.paths.system, constant_policy(0))
+    summary = live_judge.submit([0]).body["summary"]
+    assert summary["status"] == "ok", summary
+    episode = live_judge.paths.feedback / "submit_000" / "episodes" / "ep_000"
+    assert sorted(p.name for p in episode.glob("observations.*")) == ["observations.npz"]
+    frames = np.load(episode / "observations.npz")["obs"]
+    length = summary["episode_lengths"][0]
+    assert frames.shape == (length, 210, 160, 3) and frames.dtype == np.uint8
+    # Pong frames are mostly background: far smaller than the raw .npy would be.
+    assert (episode / "observations.npz").stat().st_size * 20 < frames.nbytes

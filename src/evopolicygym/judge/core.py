@@ -69,6 +69,7 @@ class JudgeSettings:
     maximum: int
     limits: LimitsSection
     jobs: int
+    compress_images: bool = False
 
 
 @dataclass
@@ -137,8 +138,9 @@ class Judge:
         )
 
     def task(self) -> str:
+        s = self.settings
         return task_text(
-            self.settings.spec, self.env_meta(), self.settings.minimum, self.settings.maximum
+            s.spec, self.env_meta(), s.minimum, s.maximum, compress_images=s.compress_images
         )
 
     # -- submit -----------------------------------------------------------------------------------
@@ -248,6 +250,7 @@ class Judge:
             tasks,
             record=True,
             obs_external=self.settings.spec.obs_storage == "external",
+            compress_images=self.settings.compress_images,
             max_steps=self.settings.spec.max_episode_steps,
             on_episode=draft.add_episode,
         )

@@ -8,9 +8,17 @@ from evopolicygym.envs import EnvSpec
 from evopolicygym.protocol import EnvMeta
 
 
-def task_text(spec: EnvSpec, meta: EnvMeta, minimum: int, maximum: int) -> str:
+def task_text(
+    spec: EnvSpec, meta: EnvMeta, minimum: int, maximum: int, *, compress_images: bool = False
+) -> str:
     schema = lambda value: json.dumps(value, indent=2, sort_keys=True)  # noqa: E731
     upper = min(maximum, meta.n_env_instances)
+    pixels = (
+        "a compressed `observations.npz` (key `obs`) when they are pixels (uint8), "
+        "`observations.npy` otherwise"
+        if compress_images
+        else "`observations.npy`"
+    )
     return f"""{spec.task.strip()}
 
 ## Policy Contract
@@ -31,7 +39,10 @@ limits listed under `resource_limits` in `GET /info`.
 - Environment: `{meta.env}` (task version {meta.env_version})
 - Visible train case ids: `0..{meta.n_env_instances - 1}`
 - Max episode steps: {meta.max_episode_steps}
-- Observation storage: `{meta.obs_storage}`
+- Observation storage: `{meta.obs_storage}`. Each `trajectory.jsonl` row holds its `obs`
+  unless the episode's observations are stored in a file (always for `external`, otherwise when
+  they exceed 4096 bytes): then every row has `obs: null` and array index `t` is step `t`, in
+  {pixels}; dict observations go to `observations.npz`, one array per key.
 - Reward: {spec.reward}
 
 Observation space:

@@ -34,6 +34,12 @@ class RunSection(_Strict):
     )
     final_size: int | None = Field(None, ge=1, description="Held-out cases (first N of the pool).")
     jobs: int | None = Field(None, ge=1, description="Policy workers; default: number of cores.")
+    compress_images: bool = Field(
+        False,
+        description="Store recorded uint8 observation stacks (pixels) as a compressed "
+        "observations.npz with key 'obs' instead of observations.npy. Off by default: the "
+        "reference format is .npy, which agents may expect.",
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -224,6 +224,7 @@ class WorkerPool:
         *,
         record: bool,
         obs_external: bool = False,
+        compress_images: bool = False,
         max_steps: int,
         sealed: bool = False,
         on_episode: Callable[[EpisodeResult], None] | None = None,
@@ -231,7 +232,9 @@ class WorkerPool:
         """Run ``tasks``; results come back in task order, or an :class:`InitFailure` when the
         policy cannot start. ``sealed`` runs the policy in its own process, apart from the
         environment (hidden pools); ``on_episode`` is called (from lane threads) as episodes
-        finish."""
+        finish. ``obs_external`` and ``compress_images`` choose how recorded observations are
+        stored (see the worker's ``_externalize``)."""
+        storage = {"obs_external": obs_external, "compress_images": compress_images}
         lanes = [tasks[i :: self.jobs] for i in range(min(self.jobs, len(tasks)))]
         results: dict[int, EpisodeResult] = {}
         failures: dict[int, InitFailure] = {}
@@ -239,7 +242,7 @@ class WorkerPool:
 
         def lane(number: int, lane_tasks: list[EpisodeTask]) -> None:
             for result in self._run_lane(
-                job, lane_tasks, record, obs_external, max_steps, sealed, failures, number
+                job, lane_tasks, record, storage, max_steps, sealed, failures, number
             ):
                 with lock:
                     results[result.index] = result
@@ -258,7 +261,7 @@ class WorkerPool:
             return failures[min(failures)]
         return [results[task.index] for task in tasks]
 
-    def _run_lane(self, job, tasks, record, obs_external, max_steps, sealed, failures, number):
+    def _run_lane(self, job, tasks, record, storage, max_steps, sealed, failures, number):
         pending = list(tasks)
         started_once = False
         while pending:
@@ -279,7 +282,7 @@ class WorkerPool:
                 started_once = True
                 while pending:
                     task = pending[0]
-                    result = self._episode(worker, task, record, obs_external, max_steps)
+                    result = self._episode(worker, task, record, storage, max_steps)
                     pending.pop(0)
                     yield result
                     if result.error is not None and result.error.category in _FATAL:
@@ -320,7 +323,7 @@ class WorkerPool:
             message="policy worker sent an unexpected message during start-up",
         )
 
-    def _episode(self, worker, task, record, obs_external, max_steps) -> EpisodeResult:
+    def _episode(self, worker, task, record, storage, max_steps) -> EpisodeResult:
         try:
             worker.send(
                 {
@@ -330,7 +333,7 @@ class WorkerPool:
                     "episode_index": task.episode_index,
                     "max_steps": max_steps,
                     "record": record,
-                    "obs_external": obs_external,
+                    **storage,
                 }
             )
         except OSError:  # the worker died between episodes

@@ -503,7 +503,9 @@ class Worker:
         blobs: list[bytes] = []
         if record:
             obs_blob, header["obs_format"] = _externalize(
-                raw_obs, message.get("obs_external", False)
+                raw_obs,
+                always=message.get("obs_external", False),
+                compress_images=message.get("compress_images", False),
             )
             if obs_blob is not None:
                 for row in rows:
@@ -584,10 +586,15 @@ def _jsonl(rows: list[dict[str, Any]]) -> bytes:
     return b"\n".join(lines) + b"\n" if lines else b""
 
 
-def _externalize(raw_obs: list[Any], always: bool) -> tuple[bytes | None, str | None]:
+def _externalize(
+    raw_obs: list[Any], *, always: bool, compress_images: bool
+) -> tuple[bytes | None, str | None]:
     """Stack observations into ``observations.npy`` (arrays) or ``.npz`` (dicts of arrays)
     when the spec asks for external storage or the stack exceeds 4 KiB; ``(None, None)`` keeps
-    them inline. Integer arrays within [0, 255] are stored as uint8; uint8 data is compressed."""
+    them inline. Integer arrays within [0, 255] are stored as uint8, and uint8 data is
+    compressed: always inside an ``.npz``, and with ``compress_images`` a uint8 array goes to a
+    compressed ``.npz`` under the key ``obs`` instead of a plain ``.npy`` (the reference
+    format, which cannot be compressed; pixel frames shrink 10-100x)."""
     import numpy as np
 
     if not raw_obs:
@@ -607,7 +614,11 @@ def _externalize(raw_obs: list[Any], always: bool) -> tuple[bytes | None, str | 
         array = np.stack([np.asarray(o) for o in raw_obs])
         if array.dtype == object or (not always and array.nbytes <= EXTERNALIZE_BYTES):
             return None, None
-        np.save(buffer, _compact(array), allow_pickle=False)
+        array = _compact(array)
+        if compress_images and array.dtype == np.uint8:
+            np.savez_compressed(buffer, obs=array)
+            return buffer.getvalue(), "npz"
+        np.save(buffer, array, allow_pickle=False)
         return buffer.getvalue(), "npy"
     except (ValueError, TypeError, KeyError):  # ragged or mixed observations stay inline
         return None, None
