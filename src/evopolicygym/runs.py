@@ -276,6 +276,13 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
             judge.shutdown()
 
 
+def _last_agent_error(transcript) -> str | None:
+    """The error the agent's last reply reported, if any."""
+    if transcript is None or not transcript.replies:
+        return None
+    return transcript.replies[-1].data.get("error") or None
+
+
 def _drive_and_finish(
     config, spec, splits, paths, ledger, judge, events, settings, label, progress
 ) -> RunRecord:
@@ -284,6 +291,7 @@ def _drive_and_finish(
 
     started = time.monotonic()
     agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name)
+    transcript = None  # no agent session when a resumed run has nothing left to spend
     if judge.phase == "open":
         judge.pool.prewarm()
         harness = make_harness(config.agent)
@@ -317,11 +325,12 @@ def _drive_and_finish(
     finalize_started = time.monotonic()
     if ledger.remaining > 0:
         unspent = f"{ledger.remaining} of {settings.budget} episodes unspent"
+        why = f": {last_error}" if (last_error := _last_agent_error(transcript)) else ""
         outcome = Outcome(
             status="error",
             error=RunError(
                 type="agent_stopped",
-                message=f"the agent stopped ({agent_record.reason}) with {unspent}",
+                message=f"the agent stopped ({agent_record.reason}) with {unspent}{why}",
             ),
         )
     else:

@@ -3,6 +3,8 @@ Chromium, a simple policy reads the accessibility tree and clicks the button the
 the feedback holds one trajectory row per step with the observations in observations.npz."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -55,3 +57,28 @@ def test_a_submit_runs_a_web_env_in_chromium(live_judge):
             assert stored["screenshot"].dtype == np.uint8
             assert str(stored["goal"][0]).startswith("Click on the")
             assert "button" in str(stored["axtree"][0])
+
+
+@needs_web
+@pytest.mark.slow
+def test_hillclimb_stops_at_once_where_its_policy_cannot_act(tmp_path):
+    # BrowserGym actions are text; the hill climber's linear policy cannot produce them. The
+    # agent says so and stops on its first turn instead of failing every turn of the budget.
+    root = tmp_path / "run"
+    env_id = "browsergym/miniwob.click-button"
+    command = [sys.executable, "-m", "evopolicygym.cli", "run", "--env", env_id]
+    command += ["--agent", "builtin:hillclimb", "--budget", "4", "--jobs", "1", "--root", str(root)]
+    result = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    record = json.loads((root / "run.json").read_text())
+    assert record["agent"]["reason"] == "session_stop" and record["agent"]["turns"] == 1
+    error = record["outcome"]["error"]
+    assert record["outcome"]["status"] == "error" and error["type"] == "agent_stopped"
+    assert "4 of 4 episodes unspent" in error["message"]
+    assert "cannot produce actions of type 'Text'" in error["message"]
+    assert not list((root / "workspace" / "feedback").glob("submit_*"))

@@ -11,13 +11,14 @@ from ._agents import HillClimbAgent, RandomAgent
 from ._budget import BudgetView
 from ._client import JudgeClient, SubmitAnswer
 from ._hillclimb import HillClimb, HillClimbState
-from ._serve import serve
+from ._serve import CannotPlay, serve
 
 BUILTIN_AGENTS = {"random": RandomAgent, "hillclimb": HillClimbAgent}
 
 __all__ = [
     "BUILTIN_AGENTS",
     "BudgetView",
+    "CannotPlay",
     "HillClimb",
     "HillClimbAgent",
     "HillClimbState",

@@ -16,6 +16,7 @@ from . import policy_linear
 from ._budget import BudgetView
 from ._client import JudgeClient, SubmitAnswer
 from ._hillclimb import Candidate, HillClimb, HillClimbState
+from ._serve import CannotPlay
 
 STATE_FILE = "search_state.json"
 MAX_CONSTANT_SEEDS = 8
@@ -126,7 +127,13 @@ class HillClimbAgent:
     def _start(self, info: dict[str, Any], budget: BudgetView) -> HillClimb:
         meta = info["env_meta"]
         features = policy_linear.Features(meta["obs_space"])
-        actions = policy_linear.Actions(meta["action_space"])
+        try:
+            actions = policy_linear.Actions(meta["action_space"])
+        except ValueError as exc:
+            raise CannotPlay(
+                f"builtin:hillclimb cannot play {meta['env']}: {exc}; "
+                "use builtin:random or an agent CLI"
+            ) from None
         self.shapes = (actions.size, features.size)
         n_params = actions.size * features.size + actions.size
         episode_budget = int(info["episode_budget"])
