@@ -30,6 +30,14 @@ def _flat(value):
     return [value]
 
 
+def _numbers(value):
+    """``value`` (a number or nested lists) as a flat float array."""
+    try:  # numpy reads rectangular nested lists (images) several times faster than _flat
+        return np.asarray(value, dtype=float).reshape(-1)
+    except (ValueError, TypeError):  # ragged
+        return np.asarray(_flat(value), dtype=float)
+
+
 def _shape_of(value):
     shape = []
     while isinstance(value, list):
@@ -104,7 +112,7 @@ class Features:
             value = obs
             for key in path:
                 value = value[key]
-            numbers = np.asarray(_flat(value), dtype=float).reshape(-1)[:size]
+            numbers = _numbers(value)[:size]
             if numbers.size < size:
                 numbers = np.pad(numbers, (0, size - numbers.size))
             chunks.append((numbers - center) / half)
