@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -504,6 +506,10 @@ def main(argv: list[str] | None = None) -> int:
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
     from evopolicygym.runs import RunLockedError
 
+    # SIGTERM (scancel, Snakemake, Kubernetes) unwinds like Ctrl-C: workers stopped, journal
+    # closed, run lock released, so the run can be resumed.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.handler(args)
     except ValidationError as exc:
@@ -519,10 +525,15 @@ def main(argv: list[str] | None = None) -> int:
         ValueError,
     ) as exc:
         print(f"evopolicygym: {exc}", file=sys.stderr)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("evopolicygym: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
+        signum = exc.args[0] if exc.args and isinstance(exc.args[0], int) else signal.SIGINT
+        return 128 + signum
     return 2
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(signum)
 
 
 if __name__ == "__main__":

@@ -183,3 +183,51 @@ def test_sigkill_mid_submit_then_resume_gives_exact_budget_and_history(tmp_path)
         assert path.read_bytes() == data, f"{path} changed after the crash"
     types = [r["type"] for r in _journal(root)]
     assert "submit_rollback" in types and types.count("submit_commit") == 4
+
+
+def _descendants(pid: int) -> set[int]:
+    listed = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
+    parents = dict((int(c), int(p)) for c, p in (line.split() for line in listed.splitlines()))
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {c for c, p in parents.items() if p in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    stat = subprocess.run(["ps", "-p", str(pid), "-o", "stat="], capture_output=True, text=True)
+    return stat.stdout.strip() not in ("", "Z")
+
+
+def test_sigterm_stops_every_process_and_the_run_resumes(tmp_path):
+    # What scancel, a Snakemake interrupt or a Kubernetes eviction does to a run.
+    root = tmp_path / "run"
+    command = [sys.executable, "-m", "evopolicygym.cli", "run", "--env", "toy", "--root", str(root)]
+    command += ["--budget", "8", "--jobs", "2", "--agent", "command", "--"]
+    command += [sys.executable, str(AGENT), "--act-sleep", "1.0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if [r for r in _journal(root) if r["type"] == "submit_commit"]:
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)  # inside the second submit
+    started = _descendants(process.pid)  # the agent and the policy workers
+    assert len(started) >= 3
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert "interrupted; run the same command again to resume" in stderr
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in started if _alive(pid)], "processes outlived the run"
+
+    resumed = subprocess.run(
+        [*command[:-2], "--act-sleep", "0"], capture_output=True, text=True, timeout=600
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    record = json.loads((root / "run.json").read_text())
+    assert record["budget"]["used"] == 8
+    assert [s["index"] for s in record["submits"]] == list(range(len(record["submits"])))

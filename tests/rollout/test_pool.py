@@ -3,6 +3,7 @@ an episode error with a reason, and the other episodes still run."""
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -391,3 +392,66 @@ def test_sealed_workers_serve_the_next_checkpoint_without_restarting(tmp_path):
     assert returns == {a: [(100 + i) % 8 + float(a) for i in range(4)] for a in (0, 2)}
     parents = {a: {p.read_text() for p in tmp_path.glob(f"parent-{a}-*")} for a in (0, 2)}
     assert len(parents[0]) == 2 and parents[0] == parents[2]
+
+
+def _children(pid: int) -> list[int]:
+    listed = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True
+    )
+    return [int(line) for line in listed.stdout.split()]
+
+
+def _gone(pid: int) -> bool:
+    stat = subprocess.run(["ps", "-p", str(pid), "-o", "stat="], capture_output=True, text=True)
+    return stat.stdout.strip() in ("", "Z")
+
+
+def test_workers_die_with_the_judge_even_mid_episode(tmp_path):
+    # A judge process killed with SIGKILL cannot stop its workers; they notice on their own
+    # that they were orphaned and take their process group (sealed policy included) down.
+    marker = tmp_path / "acting"
+    write_policy(
+        tmp_path / "ck",
+        f"""
+        import os, time
+        class Policy:
+            def __init__(self, *args): pass
+            def reset(self, i): pass
+            def act(self, obs):
+                open("{marker}", "a").write(f"{{os.getpid()}} ")
+                time.sleep(60)
+                return 0
+    """,
+    )
+    judge = f"""
+import sys
+sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+from pathlib import Path
+from evopolicygym.envs import get_env
+from evopolicygym.protocol import LimitsSection
+from evopolicygym.rollout import EpisodeTask, WorkerJob, WorkerPool
+toy = get_env("toy")
+schemas = toy.describe()
+pool = WorkerPool(toy.model_dump(), 2, LimitsSection(act_timeout_s=120), None)
+job = WorkerJob(Path({str(tmp_path / "ck")!r}), schemas.obs_space, schemas.action_space, {{}})
+pool.run(job, [EpisodeTask(0, 1, 0), EpisodeTask(1, 2, 1)], record=True, sealed=True, max_steps=1)
+"""
+    process = subprocess.Popen([sys.executable, "-c", judge])
+    deadline = time.monotonic() + 120
+    while (
+        not marker.exists() or len(marker.read_text().split()) < 2
+    ) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    policies = [int(pid) for pid in marker.read_text().split()]
+    workers = _children(process.pid)
+    assert len(workers) == 2 and len(policies) == 2 and not set(policies) & set(workers)
+    workers += policies
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + 10
+    while not all(_gone(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivors = [pid for pid in workers if not _gone(pid)]
+    for pid in survivors:
+        os.killpg(pid, 9)
+    assert not survivors, "workers outlived their judge"

@@ -56,20 +56,30 @@ class PolicyTimeout(BaseException):
 
 
 class Watchdog:
-    """Raises :class:`PolicyTimeout` inside a policy call that runs past its deadline.
+    """Raises :class:`PolicyTimeout` inside a policy call that runs past its deadline, and ends
+    the worker when the judge is gone.
 
     One periodic ``SIGALRM`` every ``TICK`` seconds checks the deadline, instead of arming a
     timer around every call: two ``setitimer`` calls per step cost more than a CartPole step.
-    Outside policy calls the deadline is infinite, so environment code is never interrupted."""
+    Outside policy calls the deadline is infinite, so environment code is never interrupted.
+    The same tick notices when the judge died (this process was re-parented, as after a
+    ``SIGKILL`` of ``evopolicygym run``) and kills the worker's process group: the worker, its
+    sealed policy process and anything a policy started, instead of finishing a long episode
+    nobody will read."""
 
     TICK = 0.05
 
     def __init__(self) -> None:
         self.deadline = math.inf
+        self.judge_pid = os.getppid()
         signal.signal(signal.SIGALRM, self._check)
         signal.setitimer(signal.ITIMER_REAL, self.TICK, self.TICK)
 
     def _check(self, signum, frame) -> None:
+        if os.getppid() != self.judge_pid:
+            if os.getpgrp() == os.getpid():  # the pool starts workers as group leaders
+                os.killpg(os.getpgrp(), signal.SIGKILL)
+            os._exit(1)
         if time.monotonic() >= self.deadline:
             self.deadline = math.inf
             raise PolicyTimeout("time limit reached")
