@@ -604,7 +604,7 @@ def _externalize(
     them inline. Integer arrays within [0, 255] are stored as uint8, and uint8 data is
     compressed: always inside an ``.npz``, and with ``compress_images`` a uint8 array goes to a
     compressed ``.npz`` under the key ``obs`` instead of a plain ``.npy`` (the reference
-    format, which cannot be compressed; pixel frames shrink 10-100x)."""
+    format, which cannot be compressed; pixel frames shrink 30-400x)."""
     import numpy as np
 
     if not raw_obs:
