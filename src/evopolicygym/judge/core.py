@@ -359,7 +359,10 @@ class Judge:
 
     def _job(self, checkpoint: Path, meta: dict[str, Any]) -> WorkerJob:
         s = self.settings
-        return WorkerJob(checkpoint, s.schemas.obs_space, s.schemas.action_space, meta)
+        files = checkpoints.read_files(checkpoint)
+        return WorkerJob(
+            files, checkpoints.files_hash(files), s.schemas.obs_space, s.schemas.action_space, meta
+        )
 
     # -- finalize ---------------------------------------------------------------------------------
 
