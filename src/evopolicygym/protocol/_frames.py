@@ -37,9 +37,11 @@ class _Message(msgspec.Struct, tag_field="op", forbid_unknown_fields=True):
 
 
 class HostUp(_Message, tag="host_up"):
-    """The host imported its libraries and waits for :class:`Spawn` requests."""
+    """The host imported its libraries and waits for :class:`Spawn` requests; ``modules``
+    lists the files they were imported from (the judge fingerprints them)."""
 
     pid: int
+    modules: list[str] = []
 
 
 class Spawn(_Message, tag="spawn"):

@@ -345,6 +345,10 @@ class WorkerPool:
             lane.close()
         self.output.close()
 
+    def module_files(self) -> list[str]:
+        """Files the lane hosts imported their libraries from (after :meth:`prewarm`)."""
+        return sorted({f for lane in self.lanes if lane.host for f in lane.host.modules})
+
     def run(
         self,
         job: WorkerJob,

@@ -178,6 +178,7 @@ class HostProcess:
         self._spawned: dict[int, SpawnedChild] = {}
         self._exited: dict[int, Exited] = {}
         self._up = False
+        self.modules: list[str] = []
         self._dead: str | None = None
         self._next_child = 0
         self._reader = threading.Thread(target=self._read, name="lane-host", daemon=True)
@@ -192,6 +193,7 @@ class HostProcess:
                 with self._state:
                     if isinstance(message, HostUp):
                         self._up = True
+                        self.modules = message.modules
                     elif isinstance(message, Spawned):
                         channel, out, err = self.channel.take_fds(3)
                         self._spawned[message.child] = SpawnedChild(

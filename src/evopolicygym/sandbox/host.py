@@ -147,7 +147,14 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.freeze()  # imported objects live for good: forks share their pages untouched
     host = Host(channel)
-    channel.send(HostUp(pid=os.getpid()))
+    modules = sorted(
+        {
+            file
+            for module in list(sys.modules.values())
+            if (file := getattr(module, "__file__", None))
+        }
+    )
+    channel.send(HostUp(pid=os.getpid(), modules=modules))
     try:
         host.serve()
     finally:
