@@ -18,11 +18,13 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
 
+from evopolicygym.envs import EnvSpec
 from evopolicygym.protocol import (
     CheckpointFile,
     EpisodeDone,
@@ -253,9 +255,17 @@ class _Lane:
         return self.host
 
     def prewarm(self) -> None:
+        """Make sure a warm train worker waits (spawned outside the lock: a submit never waits
+        for it)."""
         with self.lock:
-            if self.warm is None:
-                self.warm = self._spawn(sealed=False)
+            if self.warm is not None or self.sealed is not None:
+                return
+        worker = self._spawn(sealed=False)
+        with self.lock:
+            if self.warm is None and self.sealed is None:
+                self.warm = worker
+                return
+        worker.close()
 
     def _spawn(self, sealed: bool) -> _Worker:
         for attempt in range(2):
@@ -270,18 +280,16 @@ class _Lane:
         raise AssertionError("unreachable")
 
     def take_train(self) -> _Worker:
-        """The warm train worker (a new one is started at once for the next call)."""
+        """The warm train worker; the next one starts in the background."""
         with self.lock:
             worker, self.warm = self.warm, None
-            if worker is None:
-                worker = self._spawn(sealed=False)
-            self.warm = self._spawn(sealed=False)
-        return worker
+        self.pool.background(self.prewarm)
+        return worker or self._spawn(sealed=False)
 
     def take_sealed(self) -> _Worker:
         with self.lock:
             if self.warm is not None:  # hidden evaluation has begun: no more submits
-                self.warm.close()
+                self.pool.background(self.warm.close)
                 self.warm = None
             if self.sealed is None or self.sealed.closed:
                 self.sealed = self._spawn(sealed=True)
@@ -327,10 +335,13 @@ class WorkerPool:
         self.limits = limits
         self.log_path = log_path
         self.plan = plan or probe()
-        self.preload = [*PRELOAD, *env_spec.get("imports", [])]
+        spec = EnvSpec.model_validate(env_spec)
+        self.preload = list(dict.fromkeys([*PRELOAD, *spec.runtime_modules()]))
         self.output = OutputDrain(log_path)
         self.keys = itertools.count()
         self.lanes = [_Lane(self, number) for number in range(jobs)]
+        # Housekeeping off the critical path: retiring used workers, starting warm ones.
+        self._housekeeping = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool")
 
     def prewarm(self) -> None:
         """Start every lane's host and warm train worker (in parallel; returns when done)."""
@@ -340,7 +351,11 @@ class WorkerPool:
         for thread in threads:
             thread.join()
 
+    def background(self, task: Callable[[], Any]) -> None:
+        self._housekeeping.submit(task)
+
     def close(self) -> None:
+        self._housekeeping.shutdown(wait=True)
         for lane in self.lanes:
             lane.close()
         self.output.close()
@@ -426,7 +441,7 @@ class WorkerPool:
             except WorkerDied as died:
                 yield _failed(pending.pop(0), died.kind, died.message)
             finally:
-                worker.close()
+                self.background(worker.close)  # a train worker serves one checkpoint only
 
     def _run_sealed(self, lane: _Lane, job, share, request, failures, number):
         worker = lane.take_sealed()

@@ -44,8 +44,8 @@ from evopolicygym.sandbox import (
     Channel,
     FrameError,
     become_subreaper,
+    children,
     harden,
-    kill_descendants,
     sweep_children,
 )
 
@@ -97,6 +97,8 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
         channel.send(_env_failure(problem))
         return 0
     limits = config.limits
+    # Processes the environment started for itself (a browser driver): never the policy's.
+    environment = set(children(os.getpid()))
     scratch = Path(tempfile.mkdtemp(prefix="policy-"))
     system = scratch / "system"
     write_checkpoint(load.files, system)
@@ -115,7 +117,6 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     gc.freeze()
     channel.send(Loaded())
     pending = (out, err)
-    me = os.getpid()
     while True:
         try:
             request = channel.recv()
@@ -143,7 +144,9 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
                 prefix_output=pending,
             )
             pending = ("", "")
-            kill_descendants(me)  # nothing the policy started outlives its episode
+            # Nothing the policy started outlives its episode (orphans come back to this
+            # subreaper, whatever session they moved to).
+            sweep_children(environment, reap_others=False)
             channel.send(done)
 
 
