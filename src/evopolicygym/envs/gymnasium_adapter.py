@@ -112,7 +112,10 @@ class GymnasiumWorld:
         if invalid:
             info["action_invalid"] = True
         if type(reward) is not float:
-            reward = self._scalar_reward(reward, info)
+            # NumPy's float64 is a float: one conversion, no array (MuJoCo returns those).
+            reward = (
+                float(reward) if isinstance(reward, float) else self._scalar_reward(reward, info)
+            )
         self._done = bool(terminated or truncated)
         self._last_obs = obs
         return Turn(obs, reward, bool(terminated), bool(truncated), info)

@@ -135,6 +135,7 @@ class Judge:
             answer = self.submits.judge(ids)
             if self.ledger.remaining == 0:
                 self.phase = "finalizing"
+                self.pool.prepare_hidden()
             return answer
 
     def finalize(self, progress: Progress = lambda _line: None) -> Selection:

@@ -59,8 +59,6 @@ class RunSection(_Strict):
         return data
 
 
-
-
 class AgentSection(_Strict):
     kind: str = Field(
         "command",

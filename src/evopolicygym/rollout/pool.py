@@ -15,6 +15,7 @@ constructed fails the whole call with its :class:`LoadFailed` verdict.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -116,6 +117,7 @@ class _Worker:
             env_spec=pool.env_spec,
             limits=pool.limits.model_dump(),
             sealed=sealed,
+            core=lane.core,
             slots=SEALED_SLOTS if sealed else 1,
             landlock_abi=pool.plan.landlock_abi,
             seccomp=pool.plan.seccomp,
@@ -234,6 +236,10 @@ class _Lane:
     def __init__(self, pool: WorkerPool, number: int):
         self.pool = pool
         self.number = number
+        # Several lanes: one CPU each, so that they never crowd one core; one lane: none (its
+        # sealed worker picks the CPU it runs on).
+        cpus = sorted(os.sched_getaffinity(0))
+        self.core = cpus[number % len(cpus)] if pool.jobs > 1 else None
         self.host: HostProcess | None = None
         self.warm: _Worker | None = None
         self.sealed: _Worker | None = None
@@ -350,6 +356,12 @@ class WorkerPool:
             thread.start()
         for thread in threads:
             thread.join()
+
+    def prepare_hidden(self) -> None:
+        """Start every lane's sealed worker now, in the background (call when the budget is
+        spent: finalize then starts on warm workers)."""
+        for lane in self.lanes:
+            self.background(lane.take_sealed)
 
     def background(self, task: Callable[[], Any]) -> None:
         self._housekeeping.submit(task)

@@ -61,8 +61,6 @@ def serve(fd: int, argument: bytes) -> int:
     """Run a worker on channel ``fd`` with the msgpack-encoded :class:`WorkerConfig`."""
     config = msgspec.msgpack.decode(argument, type=WorkerConfig)
     channel = Channel.from_fd(fd, WorkerRequest)
-    if config.core is not None:
-        os.sched_setaffinity(0, {config.core})
     become_subreaper()
     if config.sealed:
         return _serve_sealed(channel, config)
@@ -173,7 +171,12 @@ def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:
         return _refuse_all(channel, problem)
     worlds = iter([world])
     runner = LockstepRunner(
-        lambda: next(worlds, None) or spec.make_world(), zygote, marker, config.limits, config.slots
+        lambda: next(worlds, None) or spec.make_world(),
+        zygote,
+        marker,
+        config.limits,
+        config.slots,
+        config.core,
     )
     try:
         while True:
