@@ -136,7 +136,6 @@ class _Worker:
             f"{'sealed' if sealed else 'train'} worker {self.key} (lane {lane.number})",
         )
         self.up: WorkerUp | None = None
-        self.killed_by_us: str | None = None
         self.closed = False
 
     def _recv(self, deadline: float) -> Any:
@@ -160,7 +159,7 @@ class _Worker:
             self.channel.send(job.load())
             reply = self._recv(deadline)
         except FrameTimeout:
-            self.kill("init_timeout")
+            self.kill()
             return LoadFailed(
                 verdict=Verdict.INIT_TIMEOUT,
                 message=f"the policy did not start within {limits.init_timeout_s} s",
@@ -173,7 +172,7 @@ class _Worker:
             return LoadFailed(verdict=_load_verdict(died.kind), message=died.message)
         if isinstance(reply, (Loaded, LoadFailed)):
             return reply
-        self.kill("protocol")
+        self.kill()
         return LoadFailed(verdict=Verdict.WORKER_CRASH, message="the worker answered out of turn")
 
     def start_episodes(self, request: RunEpisodes) -> None:
@@ -191,13 +190,13 @@ class _Worker:
         try:
             reply = self._recv(deadline)
         except FrameTimeout:
-            self.kill("episode_timeout")
+            self.kill()
             raise WorkerDied(
                 EpisodeErrorKind.EPISODE_TIMEOUT,
                 f"episode exceeded the {limits.rollout_wall_s} s limit and its worker was killed",
             ) from None
         if not isinstance(reply, EpisodeDone) or reply.index not in wanted:
-            self.kill("protocol")
+            self.kill()
             raise WorkerDied(
                 EpisodeErrorKind.WORKER_CRASH,
                 "the policy worker sent an invalid episode result",
@@ -208,8 +207,7 @@ class _Worker:
             reply.stderr += err
         return reply
 
-    def kill(self, reason: str) -> None:
-        self.killed_by_us = reason
+    def kill(self) -> None:
         self.host.kill(self.child)
 
     def death(self) -> tuple[EpisodeErrorKind, str]:
