@@ -40,9 +40,17 @@ class Channel:
     Not thread-safe: one thread sends, and one thread receives, at a time.
     """
 
-    def __init__(self, sock: socket.socket, incoming: Any, *, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(
+        self,
+        sock: socket.socket,
+        incoming: Any,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        carries_fds: bool = True,
+    ):
         self.sock = sock
         self.max_bytes = max_bytes
+        self.carries_fds = carries_fds  # False: plain reads (per-step channels never pass fds)
         self._decoder = msgspec.msgpack.Decoder(incoming)
         self._buffer = bytearray()
         self._fds: deque[int] = deque()
@@ -122,6 +130,15 @@ class Channel:
 
     def _fill(self) -> None:
         want = max(1 << 16, min(self._missing(), 1 << 24))
+        if not self.carries_fds:
+            try:
+                data = self.sock.recv(want)
+            except ConnectionResetError:
+                data = b""
+            if not data:
+                raise FrameError("the peer closed the channel")
+            self._buffer += data
+            return
         fds = array.array("i")
         try:
             data, ancillary, _flags, _addr = self.sock.recvmsg(
