@@ -1,5 +1,9 @@
 """The ``evopolicygym`` command line. Argument parsing only: every command calls a library
-function and turns its errors into a one-line message and a non-zero exit."""
+function and turns its errors into a one-line message and a non-zero exit.
+
+Library modules are imported inside the command functions for start-up speed: ``--help`` and
+each command load only what they use (gymnasium, Flask, pandas and Snakemake take seconds to
+import together). The CLI is the top layer, so none of these imports hides a cycle."""
 
 from __future__ import annotations
 
@@ -209,7 +213,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_check_envs(args: argparse.Namespace) -> int:
-    from evopolicygym.envs.checks import check_envs_command
+    from evopolicygym.readiness.checks import check_envs_command
 
     return check_envs_command(
         args.env or [],
@@ -225,14 +229,18 @@ def cmd_check_envs(args: argparse.Namespace) -> int:
 
 
 def cmd_check_one_env(args: argparse.Namespace) -> int:
-    from evopolicygym.envs.checks import check_one_env_main
+    from evopolicygym.readiness.checks import check_one_env_main
 
     return check_one_env_main(args.env, args.bulk, args.up_to, args.calibrate)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from evopolicygym.calibration import CalibrationSettings, calibrate, record_calibration
     from evopolicygym.envs import get_env
+    from evopolicygym.readiness.calibration import (
+        CalibrationSettings,
+        calibrate,
+        record_calibration,
+    )
 
     spec = get_env(args.env, bulk=args.bulk)
     settings = CalibrationSettings(
@@ -252,7 +260,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_discover_envs(args: argparse.Namespace) -> int:
-    from evopolicygym.envs.discover import discover_envs_command
+    from evopolicygym.readiness.discover import discover_envs_command
 
     return discover_envs_command(args.output, args.markdown)
 
@@ -501,9 +509,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     from evopolicygym.agents import AgentCommandError
-    from evopolicygym.calibration import CalibrationError
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
+    from evopolicygym.readiness.calibration import CalibrationError
     from evopolicygym.runs import RunLockedError
 
     # SIGTERM (scancel, Snakemake, Kubernetes) unwinds like Ctrl-C: workers stopped, journal

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .cases import PUBLISHED_SPLIT
 from .protocol import AgentSection, LimitsSection, RunConfig, RunSection, ServerSection
 
 SUITE_KEYS_SET_PER_JOB = ("root", "runs", "key", "exp_id", "exp")
@@ -87,9 +88,9 @@ class DataSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seed: int = Field(0, ge=0, description="Master seed of the split generator.")
-    train_size: int = Field(1024, gt=0, description="Visible train cases.")
-    valid_size: int = Field(64, gt=0, description="Hidden validation cases.")
-    heldout_size: int = Field(256, gt=0, description="Hidden held-out cases.")
+    train_size: int = Field(PUBLISHED_SPLIT.train, gt=0, description="Visible train cases.")
+    valid_size: int = Field(PUBLISHED_SPLIT.valid, gt=0, description="Hidden validation cases.")
+    heldout_size: int = Field(PUBLISHED_SPLIT.heldout, gt=0, description="Hidden held-out cases.")
 
 
 class SuiteJob(BaseModel):

@@ -13,11 +13,13 @@ finalize replays every checkpoint on the validation pool.
 
 ``evopolicygym calibrate --env gym/cartpole --record`` measures one environment and writes the
 result into its envspec's ``[calibration]`` table; ``check-envs --calibrate`` measures live
-instead of reading the recorded numbers.
+instead of reading the recorded numbers. ``python -m evopolicygym.readiness.calibration
+--markdown docs/envs/calibration.md`` regenerates the table of recorded calibrations.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import math
 import re
@@ -29,10 +31,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from evopolicygym.envs import Calibration, EnvSpec
-from evopolicygym.envs.anchors import random_episode_return
+from evopolicygym.envs import Calibration, EnvSpec, default_registry
 from evopolicygym.protocol import AgentSection, RunConfig, RunSection
 from evopolicygym.runs import Progress, run_from_config, run_splits, stderr_progress
+
+from .anchors import random_episode_return
 
 __all__ = [
     "CalibrationError",
@@ -182,9 +185,7 @@ def record_calibration(spec: EnvSpec, calibration: Calibration) -> str:
     return "; ".join(changes)
 
 
-TABLE_START = (
-    "<!-- calibration-table:start (python -m evopolicygym.calibration --markdown FILE) -->"
-)
+TABLE_START = "<!-- calibration-table:start (python -m evopolicygym.readiness.calibration --markdown FILE) -->"
 TABLE_END = "<!-- calibration-table:end -->"
 
 
@@ -220,12 +221,8 @@ def render_into(text: str, table: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    from evopolicygym.envs import default_registry
-
     parser = argparse.ArgumentParser(
-        prog="python -m evopolicygym.calibration",
+        prog="python -m evopolicygym.readiness.calibration",
         description="Write the table of recorded calibrations (every curated envspec) into the "
         "marked region of a Markdown file, e.g. docs/envs/calibration.md.",
     )

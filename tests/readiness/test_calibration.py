@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evopolicygym.calibration import (
+from evopolicygym.envs import Calibration, EnvSpec, default_registry, envspecs_root
+from evopolicygym.readiness.calibration import (
     TABLE_END,
     TABLE_START,
     CalibrationSettings,
@@ -19,8 +20,7 @@ from evopolicygym.calibration import (
     record_calibration,
     render_into,
 )
-from evopolicygym.envs import Calibration, EnvSpec, default_registry, envspecs_root
-from evopolicygym.envs.checks import check_spec
+from evopolicygym.readiness.checks import check_spec
 
 
 @pytest.fixture
@@ -83,11 +83,11 @@ def test_cli_exit_status_says_whether_the_agent_beat_random():
 
 
 def test_the_calibration_doc_shows_every_recorded_calibration():
-    doc = Path(__file__).parents[1] / "docs" / "envs" / "calibration.md"
+    doc = Path(__file__).parents[2] / "docs" / "envs" / "calibration.md"
     specs = sorted(default_registry().specs(), key=lambda s: (s.family, s.id))
     table = calibration_table(specs)
     assert render_into(doc.read_text(), table) == doc.read_text(), (
-        "docs/envs/calibration.md is stale: python -m evopolicygym.calibration --markdown "
+        "docs/envs/calibration.md is stale: python -m evopolicygym.readiness.calibration --markdown "
         "docs/envs/calibration.md"
     )
     for spec in specs:
