@@ -295,6 +295,21 @@ def load_suite(path: str | Path) -> Suite:
     return suite
 
 
+def suite_job_config(
+    path: str | Path, job: str, *, root: Path | None = None, jobs: int | None = None
+) -> RunConfig:
+    """The run config of job ``job`` of the suite file ``path``: what ``evopolicygym run --suite
+    FILE --job NAME`` runs. ``root`` and ``jobs``, when given, replace the run directory and the
+    worker count (Snakemake passes the directory it expects and the threads it granted). Raises
+    :class:`SuiteConfigError` for a bad suite file and ``KeyError`` for an unknown job."""
+    config = load_suite(path).job(job).config
+    if root is not None:
+        config.run.root = root
+    if jobs is not None:
+        config.run.jobs = jobs
+    return config
+
+
 def load_suites(patterns: list[str], *, base: Path | None = None) -> dict[str, Suite]:
     """Load every suite file matched by ``patterns`` (paths or globs, relative to ``base`` or the
     current directory), keyed by slug. Raises :class:`SuiteConfigError` when a pattern matches
