@@ -117,7 +117,8 @@ def cmd_data_make(args: argparse.Namespace) -> int:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    from evopolicygym.suites import load_suite, run_suite_workflow
+    from evopolicygym.suites import load_suite
+    from evopolicygym.workflow import run_suite_workflow
 
     if args.list:
         for job in load_suite(Path(args.config)).jobs:
