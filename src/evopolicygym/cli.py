@@ -481,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
     from evopolicygym.readiness.calibration import CalibrationError
     from evopolicygym.run_config import RunConfigError
-    from evopolicygym.runs import RunLockedError
+    from evopolicygym.run_lock import RunLockedError
 
     # SIGTERM (scancel, Snakemake, Kubernetes) unwinds like Ctrl-C: workers stopped, journal
     # closed, run lock released, so the run can be resumed.

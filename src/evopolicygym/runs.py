@@ -50,6 +50,7 @@ from evopolicygym.protocol import (
     RunRecord,
     Timing,
 )
+from evopolicygym.run_lock import RunLock
 
 Progress = Callable[[str], None]
 
@@ -64,10 +65,6 @@ def slug(text: str) -> str:
     if not value:
         raise ValueError(f"cannot make a directory name from {text!r}")
     return value
-
-
-class RunLockedError(RuntimeError):
-    """Another live process owns this run directory."""
 
 
 @dataclass(frozen=True)
@@ -123,37 +120,6 @@ def run_root(config: RunConfig) -> Path:
             "give the run a directory: --root DIR or --runs BASE (or root/runs in [run])"
         )
     return run.runs / slug(run.model) / slug(run.env) / slug(run.exp_id)
-
-
-class _Lock:
-    """``.judge/lock``: created exclusively; a lock whose process is gone is taken over."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self) -> _Lock:
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                try:
-                    pid = json.loads(self.path.read_text())["pid"]
-                    os.kill(pid, 0)
-                except (ProcessLookupError, ValueError, KeyError, json.JSONDecodeError):
-                    self.path.unlink(missing_ok=True)  # stale: its owner died
-                    continue
-                except PermissionError:
-                    pass
-                raise RunLockedError(
-                    f"{self.path.parent.parent} is in use by process {pid}; wait for it or kill it"
-                ) from None
-            with os.fdopen(fd, "w") as handle:
-                json.dump({"pid": os.getpid(), "created_at": utc_now()}, handle)
-            return self
-        raise RunLockedError(f"could not lock {self.path}")
-
-    def __exit__(self, *exc: object) -> None:
-        self.path.unlink(missing_ok=True)
 
 
 class EventLog:
@@ -244,7 +210,7 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
     spec = get_env(config.run.env, bulk=config.run.bulk)
     splits = run_splits(config, spec)
     paths.create()
-    with _Lock(paths.private / "lock"):
+    with RunLock(paths.private / "lock", paths.root):
         _check_resume(paths, config)
         if not paths.agents_md.exists():
             paths.agents_md.write_text(agents_md_text())

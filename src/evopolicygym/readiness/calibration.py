@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
-import re
 import statistics
 import sys
 import tempfile
@@ -30,6 +29,8 @@ import tomllib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+
+import tomlkit
 
 from evopolicygym.envs import Calibration, EnvSpec, default_registry
 from evopolicygym.protocol import AgentSection, RunConfig, RunSection
@@ -150,36 +151,32 @@ def calibrate(
     )
 
 
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return repr(value)
+def _toml_value(value: object) -> object:
     if isinstance(value, float):
-        return repr(float(f"{value:.6g}"))  # six significant digits are plenty for a reader
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
+        return float(f"{value:.6g}")  # six significant digits are plenty for a reader
+    return value
 
 
 def record_calibration(spec: EnvSpec, calibration: Calibration) -> str:
     """Write ``calibration`` into the envspec file as its ``[calibration]`` table (replacing an
-    earlier one), and raise a declared L3 to L4 when it improved. Returns what changed."""
+    earlier one where it stands), and raise a declared L3 to L4 when it improved. The rest of
+    the file, comments included, is kept as it was. Returns what changed."""
     if not spec.source:
         raise ValueError(f"{spec.id} has no envspec file to record into (a bulk id?)")
     path = Path(spec.source)
-    text = path.read_text(encoding="utf-8")
-    table = "[calibration]\n" + "".join(
-        f"{key} = {_toml_value(value)}\n" for key, value in calibration.model_dump().items()
-    )
-    # The table is kept last in the file: it runs from its header to the end.
-    head, _, earlier = text.partition("\n[calibration]\n")
-    if re.search(r"^\[", earlier, flags=re.MULTILINE):
-        raise ValueError(f"{path}: move [calibration] to the end of the file to re-record it")
-    text = head.rstrip("\n") + "\n\n" + table
+    document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    table = tomlkit.table()
+    for key, value in calibration.model_dump().items():
+        table.add(key, _toml_value(value))
+    if "calibration" in document:
+        document["calibration"] = table
+    else:
+        document.add("calibration", table)
     changes = [f"recorded [calibration] in {path}"]
     if calibration.improved and spec.level == "L3":
-        text = re.sub(r'^level = "L3"$', 'level = "L4"', text, count=1, flags=re.MULTILINE)
+        document["level"] = "L4"
         changes.append("level L3 -> L4")
+    text = tomlkit.dumps(document)
     Calibration.model_validate(tomllib.loads(text)["calibration"])  # it reads back the same
     path.write_text(text, encoding="utf-8")
     return "; ".join(changes)
