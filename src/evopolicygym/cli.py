@@ -63,6 +63,15 @@ def _run_config(args: argparse.Namespace) -> RunConfig:
     return layered_run_config(RunFlags(**flags), args.config)
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from evopolicygym.judge import verify_run
+
+    checks = verify_run(Path(args.run_dir))
+    for passed, text in checks:
+        print(f"{'ok  ' if passed else 'FAIL'} {text}")
+    return 0 if all(passed for passed, _ in checks) else 1
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from evopolicygym.runs import run_from_config, run_root
 
@@ -253,6 +262,13 @@ def _add_run(commands: Commands) -> None:
     where.add_argument(
         "--jobs", type=int, help="policy worker processes (default: number of cores)"
     )
+    where.add_argument(
+        "--isolation",
+        choices=["auto", "namespaced", "basic", "process"],
+        help="how policy code is isolated: namespaced (bubblewrap + Landlock + seccomp), basic "
+        "(Landlock + seccomp), process (processes and limits only); auto (default) = the "
+        "strongest that works here. A level that does not work stops the run, saying why",
+    )
     where.add_argument("--bind", help="judge address (default 127.0.0.1)")
     where.add_argument("--port", type=int, help="judge port (default 0: any free port)")
     agent = run.add_argument_group("agent")
@@ -271,6 +287,20 @@ def _add_run(commands: Commands) -> None:
         help="after --: the command agent's argv, or the CLI binary and extra args",
     )
     run.set_defaults(handler=cmd_run)
+
+
+def _add_verify(commands: Commands) -> None:
+    """``verify``: a run directory's integrity."""
+    verify = commands.add_parser(
+        "verify",
+        help="check a run directory's integrity",
+        description="Re-check a run directory with its private key: the journal's HMAC chain, "
+        "every ok checkpoint against the hash journaled at its submit, run.json's seal, and "
+        "that the final score is the mean of the journaled held-out returns. Exit status 0 when "
+        "every check passes, 1 otherwise.",
+    )
+    verify.add_argument("run_dir", help="the run directory (holds run.json and .judge/)")
+    verify.set_defaults(handler=cmd_verify)
 
 
 def _add_data(commands: Commands) -> None:
@@ -461,6 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_run(commands)
+    _add_verify(commands)
     _add_data(commands)
     _add_suite(commands)
     _add_report(commands)
@@ -479,9 +510,11 @@ def main(argv: list[str] | None = None) -> int:
     from evopolicygym.agents import AgentCommandError
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
+    from evopolicygym.judge import IntegrityError, JournalCorrupt
     from evopolicygym.readiness.calibration import CalibrationError
     from evopolicygym.run_config import RunConfigError
     from evopolicygym.run_lock import RunLockedError
+    from evopolicygym.sandbox import IsolationUnavailable
 
     # SIGTERM (scancel, Snakemake, Kubernetes) unwinds like Ctrl-C: workers stopped, journal
     # closed, run lock released, so the run can be resumed.
@@ -501,6 +534,9 @@ def main(argv: list[str] | None = None) -> int:
         MissingExtraError,
         UnknownEnvironmentError,
         RunLockedError,
+        IsolationUnavailable,
+        JournalCorrupt,
+        IntegrityError,
         FileNotFoundError,
         ValueError,
     ) as exc:

@@ -56,6 +56,8 @@ class RunFlags:
     """``[run] final_size``: held-out cases."""
     jobs: int | None = None
     """``[run] jobs``: policy worker processes."""
+    isolation: str | None = None
+    """``[run] isolation``: how policy code is isolated (auto, namespaced, basic, process)."""
     bulk: bool = False
     """``[run] bulk = true`` when given; absent leaves the file's value."""
     compress_images: bool = False
@@ -97,6 +99,7 @@ _RUN_KEYS = (
     "valid_size",
     "final_size",
     "jobs",
+    "isolation",
 )
 _AGENT_KEYS = (
     ("agent_name", "name"),
