@@ -28,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from evopolicygym.agents import Launch, agents_md_text, drive, make_harness
 from evopolicygym.cases import CaseSplits, generate_splits, load_splits
 from evopolicygym.envs import EnvSpec, get_env
 from evopolicygym.judge import (
@@ -207,8 +208,6 @@ def load_saved_config(root: Path) -> RunConfig:
 
 def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) -> RunRecord:
     """Run (or resume, or just return) the run described by ``config``."""
-    from evopolicygym.agents import agents_md_text
-
     paths = RunPaths(run_root(config).resolve())  # workers get absolute checkpoint paths
     if paths.run_json.exists():
         progress(f"[run] {paths.root} is finished; run.json is unchanged")
@@ -275,8 +274,6 @@ def _drive_and_finish(
     config, spec, splits, paths, ledger, judge, events, settings, label, progress, plan
 ) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
-    from evopolicygym.agents import Launch, drive, make_harness
-
     started = time.monotonic()
     agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name)
     transcript = None  # no agent session when a resumed run has nothing left to spend
