@@ -242,8 +242,13 @@ class _Lane:
         self.warm: _Worker | None = None
         self.sealed: _Worker | None = None
         self.lock = threading.Lock()
+        self.host_lock = threading.Lock()
 
     def ensure_host(self) -> HostProcess:
+        with self.host_lock:  # a submit and a background prewarm may both need it first
+            return self._ensure_host()
+
+    def _ensure_host(self) -> HostProcess:
         if self.host is not None and not self.host.alive:
             self.host.terminate()
             self.host = None
@@ -278,9 +283,10 @@ class _Lane:
             except HostError:
                 if attempt:
                     raise
-                if self.host is not None:
-                    self.host.terminate()
-                    self.host = None
+                with self.host_lock:  # a host that failed us once is replaced
+                    if self.host is not None:
+                        self.host.terminate()
+                        self.host = None
         raise AssertionError("unreachable")
 
     def take_train(self) -> _Worker:

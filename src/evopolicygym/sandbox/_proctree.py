@@ -73,14 +73,20 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def kill_all(pids: Iterable[int]) -> int:
-    """SIGKILL each pid (already-gone ones are skipped); returns how many were signalled."""
+def kill_all(pids: Iterable[int]) -> tuple[int, set[int]]:
+    """SIGKILL each pid (already-gone ones are skipped). Returns how many were signalled and
+    the pids this process may not signal (under Landlock, those outside its domain)."""
     count = 0
+    refused: set[int] = set()
     for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        try:
             os.kill(pid, signal.SIGKILL)
             count += 1
-    return count
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            refused.add(pid)
+    return count, refused
 
 
 def kill_descendants(pid: int, rounds: int = 64) -> int:
@@ -95,7 +101,8 @@ def kill_descendants(pid: int, rounds: int = 64) -> int:
         for child in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(child, signal.SIGSTOP)
-        killed += kill_all(descendants(pid) or found)
+        signalled, _refused = kill_all(descendants(pid) or found)
+        killed += signalled
     return killed
 
 
@@ -118,22 +125,29 @@ def sweep_children(
     keep: set[int], rounds: int = 64, *, reap_others: bool = True
 ) -> tuple[int, list[tuple[int, int]]]:
     """Kill every child of this process that is not in ``keep`` (with its descendants), and
-    every orphan that comes back to this subreaper meanwhile. Returns the number killed and the
-    ``(pid, status)`` pairs reaped on the way (with ``reap_others``, children in ``keep`` that
-    ended are reaped too; without, their exit status is left to whoever waits for them)."""
+    every orphan that comes back to this subreaper meanwhile. Children this process may not
+    signal (under Landlock: started outside the policy's domain, by the environment) are left
+    alone. Returns the number killed and the ``(pid, status)`` pairs reaped on the way (with
+    ``reap_others``, children in ``keep`` that ended are reaped too; without, their exit status
+    is left to whoever waits for them)."""
     killed = 0
     ended: list[tuple[int, int]] = []
+    spared = set(keep)
     me = os.getpid()
     for _ in range(rounds):
-        strays = [pid for pid in children(me) if pid not in keep]
+        strays = [pid for pid in children(me) if pid not in spared]
         if not strays:
             break
         for stray in strays:
             killed += kill_descendants(stray)
-        killed += kill_all(strays)
+        signalled, refused = kill_all(strays)
+        killed += signalled
+        spared |= refused
         for stray in strays:
+            if stray in refused:
+                continue
             with contextlib.suppress(ChildProcessError):
-                found, status = os.waitpid(stray, 0)
+                found, status = os.waitpid(stray, 0)  # SIGKILLed: returns at once
                 ended.append((found, status))
         if reap_others:
             ended += reap()
