@@ -265,7 +265,8 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
             maximum=config.run.maximum or max(config.run.budget, 1),
             limits=config.limits,
             jobs=config.run.jobs or os.cpu_count() or 1,
-            compress_images=config.run.compress_images,
+            # Mario's frames are stored compressed whatever the run says (envspec compress_images).
+            compress_images=config.run.compress_images or spec.compress_images,
         )
         judge = Judge(settings, paths.judge_paths(), ledger, events, paths.logs / "workers.log")
         try:
