@@ -53,7 +53,7 @@ def _headless(spec: EnvSpec) -> None:
         raise MissingOpenGLError(
             f"environment {spec.id!r} renders with OpenGL and the libraries "
             f"{', '.join('lib' + name for name in missing)} were not found. On Debian/Ubuntu: "
-            f"apt-get install {' '.join(DEBIAN_PACKAGES)} (see docs/envs/miniworld.md)"
+            f"apt-get install {' '.join(DEBIAN_PACKAGES)} (see docs/envs/visual.md)"
         )
     try:
         import pyglet
