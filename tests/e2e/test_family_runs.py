@@ -43,7 +43,9 @@ def test_a_random_agent_run_completes_with_the_familys_feedback(tmp_path, family
     outcome = record["outcome"]
     assert outcome["status"] == "completed" and outcome["heldout_errors"] == 0, outcome
     assert len(outcome["heldout_returns"]) == 1
-    summary = json.loads((root / "workspace" / "feedback" / "submit_000" / "summary.json").read_text())
+    summary = json.loads(
+        (root / "workspace" / "feedback" / "submit_000" / "summary.json").read_text()
+    )
     assert summary["status"] == "ok" and summary["errors"] == [], summary
     for (episode, rows), length, total in zip(
         _episodes(root), summary["episode_lengths"], summary["returns"], strict=True

@@ -24,7 +24,11 @@ def test_every_family_adapter_and_extra_is_declared():
 
 @pytest.mark.parametrize(
     ("upstream", "family"),
-    [("phys2d/CartPole-v1", "jax"), ("tabular/Blackjack-v0", "jax"), ("CartPole-v1", "classic_control")],
+    [
+        ("phys2d/CartPole-v1", "jax"),
+        ("tabular/Blackjack-v0", "jax"),
+        ("CartPole-v1", "classic_control"),
+    ],
 )
 def test_family_of_gymnasium_ids(upstream, family):
     assert family_of(upstream) == family

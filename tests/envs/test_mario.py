@@ -1,6 +1,7 @@
 """The Mario family: gym-super-mario-bros 9 behind the joypad, frame skip and sticky actions
 (runs in .venv-mario on Python 3.13; the tests that need the game are skipped elsewhere)."""
 
+import itertools
 import sys
 
 import numpy as np
@@ -50,7 +51,7 @@ def test_frames_are_copies_and_an_episode_depends_only_on_its_seed_and_actions()
     try:
         # Many changes of buttons, so that sticky actions matter (they delay changes).
         actions = [int(a) for a in np.random.default_rng(0).choice([0, 1, 3, 4, 6], 60)]
-        frames, rewards, infos = _play(world, 5, actions)
+        frames, rewards, _infos = _play(world, 5, actions)
         # Every step returns its own array (nes-py hands out a view that the next frame
         # overwrites), and Mario moves: the frames differ.
         assert len({id(frame) for frame in frames}) == len(frames)
@@ -74,7 +75,7 @@ def test_a_step_is_four_frames_of_the_game():
         for _ in range(40):  # the timer ticks every 20 frames: every 5 steps of 4 frames
             ticks.append(world.step(0).info["time"])
         changes = [i for i in range(1, len(ticks)) if ticks[i] != ticks[i - 1]]
-        assert all(b - a == 20 // FRAME_SKIP for a, b in zip(changes, changes[1:], strict=False))
+        assert all(b - a == 20 // FRAME_SKIP for a, b in itertools.pairwise(changes))
         assert len(changes) >= 6
     finally:
         world.close()
