@@ -1,7 +1,7 @@
 """One real judge run per environment family, in the family's own environment (.ci/families runs
 this file in each of .venv-jax, -mario, -visual, -multi and -heavy; elsewhere the families that
-are not installed are skipped): `evopolicygym run --agent builtin:random` spends a budget of 2 on
-the curated environment, the judge validates and scores the checkpoint on hidden cases, and the
+are not installed are skipped): `evopolicygym run --agent builtin:random` spends a budget of 2
+(Mario: 1, its episodes are long) on the curated environment, the judge validates and scores the checkpoint on hidden cases, and the
 feedback holds what the family promises (inline or compressed observations, vector rewards)."""
 
 import json
@@ -13,6 +13,7 @@ import pytest
 
 from family_support import needs_family
 
+BUDGETS = {"mario": 1}
 RUNS = [
     pytest.param("jax", "jax/cartpole", marks=needs_family("jax")),
     pytest.param("mario", "mario/smb-1-1", marks=needs_family("mario")),
@@ -35,7 +36,8 @@ def _episodes(root):
 def test_a_random_agent_run_completes_with_the_familys_feedback(tmp_path, family, env_id):
     root = tmp_path / "run"
     command = [sys.executable, "-m", "evopolicygym.cli", "run", "--env", env_id]
-    command += ["--agent", "builtin:random", "--budget", "2", "--valid-size", "1"]
+    budget = str(BUDGETS.get(family, 2))
+    command += ["--agent", "builtin:random", "--budget", budget, "--valid-size", "1"]
     command += ["--final-size", "1", "--jobs", "1", "--root", str(root)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -7,7 +7,6 @@ import pytest
 
 from evopolicygym.envs import get_env
 from evopolicygym.envs.bulk import FAMILY_ADAPTERS, env_step_limit
-from evopolicygym.envs.checks import check_env
 from evopolicygym.envs.families import FAMILIES, NON_ENVIRONMENT_IDS, family_of
 from family_support import needs_family
 
@@ -72,10 +71,3 @@ def test_dm_control_swingup_observes_a_dict_and_runs_its_time_limit():
         assert steps == get_env(SWINGUP).max_episode_steps and turn.truncated
     finally:
         world.close()
-
-
-@needs_heavy
-def test_the_curated_swingup_passes_its_checks():
-    report = check_env(SWINGUP)
-    assert report.ok, report.checks
-    assert report.reached_level == get_env(SWINGUP).level

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from evopolicygym.envs import MissingExtraError, get_env
-from evopolicygym.envs.checks import check_env
 from family_support import needs_family
 
 needs_jax = needs_family("jax")
@@ -39,10 +38,3 @@ def test_observations_and_infos_reach_the_policy_as_numpy_not_jax(monkeypatch):
         assert world.observe(world.reset(8)) != visible
     finally:
         world.close()
-
-
-@needs_jax
-def test_the_curated_cartpole_passes_its_checks():
-    report = check_env("jax/cartpole")
-    assert report.ok, report.checks
-    assert report.reached_level == get_env("jax/cartpole").level

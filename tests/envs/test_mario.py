@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from evopolicygym.envs import get_env
-from evopolicygym.envs.checks import check_env
 from evopolicygym.envs.mario import ACTIONS, FRAME_SKIP, MarioPythonError
 from family_support import needs_family
 
@@ -79,10 +78,3 @@ def test_a_step_is_four_frames_of_the_game():
         assert len(changes) >= 6
     finally:
         world.close()
-
-
-@needs_mario
-def test_the_curated_level_passes_its_checks():
-    report = check_env(LEVEL)
-    assert report.ok, report.checks
-    assert report.reached_level == get_env(LEVEL).level

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from evopolicygym.envs import get_env
-from evopolicygym.envs.checks import check_env
 from evopolicygym.envs.miniworld_headless import (
     DEBIAN_PACKAGES,
     MissingOpenGLError,
@@ -49,10 +48,3 @@ def test_the_room_renders_headless_and_the_seed_places_the_box():
 def test_actions_are_named():
     labels = get_env(ROOM).describe().action_space["labels"]
     assert labels == ["turn_left", "turn_right", "move_forward"]
-
-
-@needs_visual
-def test_the_curated_room_passes_its_checks():
-    report = check_env(ROOM)
-    assert report.ok, report.checks
-    assert report.reached_level == get_env(ROOM).level

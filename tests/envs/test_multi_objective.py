@@ -4,7 +4,6 @@ weights, the vector kept in info (runs in .venv-multi; skipped where mo-gymnasiu
 import pytest
 
 from evopolicygym.envs import MissingExtraError, get_env
-from evopolicygym.envs.checks import check_env
 from family_support import needs_family
 
 needs_multi = needs_family("multi")
@@ -59,10 +58,3 @@ def test_weights_of_the_wrong_length_and_single_objective_envs_are_refused():
     cartpole = spec.model_copy(update={"upstream": "CartPole-v1", "reward_weights": None})
     with pytest.raises(ValueError, match="no reward_space"):
         cartpole.make_world()
-
-
-@needs_multi
-def test_the_curated_task_passes_its_checks():
-    report = check_env(DST)
-    assert report.ok, report.checks
-    assert report.reached_level == get_env(DST).level
