@@ -8,6 +8,11 @@ Mesa (``libegl-mesa0``, ``libgl1-mesa-dri``) that is the llvmpipe software rende
 is needed. Missing OpenGL libraries raise :class:`MissingOpenGLError` naming the Debian
 packages (:data:`DEBIAN_PACKAGES`).
 
+The adapter imports ``miniworld`` itself, after that switch: envspecs of this family list no
+``imports``. A policy worker host preloads an envspec's imports before it forks workers, and
+importing MiniWorld there would choose pyglet's X11 display before the switch (and open a GL
+context, whose renderer threads do not survive a fork).
+
 Needs the ``visual`` extra (``miniworld``, which pins ``pyglet < 2``); it cannot share an
 environment with the ``mario`` extra (nes-py pins ``pyglet <= 1.5.21``).
 """
@@ -15,6 +20,7 @@ environment with the ``mario`` extra (nes-py pins ``pyglet <= 1.5.21``).
 from __future__ import annotations
 
 import ctypes.util
+import importlib
 
 import gymnasium
 
@@ -65,6 +71,10 @@ def _headless(spec: EnvSpec) -> None:
 def make_env(spec: EnvSpec) -> gymnasium.Env:
     """The MiniWorld environment, rendering through headless EGL."""
     _headless(spec)
+    try:
+        importlib.import_module("miniworld")  # registers the MiniWorld ids
+    except ImportError as exc:
+        raise MissingExtraError(spec.id, spec.extra or "visual", exc) from exc
     return make_gymnasium_env(spec)
 
 
