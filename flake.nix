@@ -106,7 +106,6 @@
 
             UV_PROJECT_ENVIRONMENT = ".venv-${family}";
             UV_PYTHON = "${python}/bin/${python.executable}";
-            UV_COMPILE_BYTECODE = "1"; # compiled at install: policy workers start faster
             UV_PYTHON_DOWNLOADS = "never";
             EVOPOLICYGYM_SHELL = family;
 
@@ -117,7 +116,8 @@
               + ''
               export LD_LIBRARY_PATH="${lib.makeLibraryPath runtimeLibs}''${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
               if [ -f pyproject.toml ] && [ -f uv.lock ]; then
-                if uv sync --locked ${syncFlags}; then
+                # Bytecode compiled once, here: workers never write it, and every host imports it.
+                if UV_COMPILE_BYTECODE=1 uv sync --locked ${syncFlags}; then
                   . "$UV_PROJECT_ENVIRONMENT/bin/activate"
                 else
                   echo "evopolicygym: 'uv sync --locked ${syncFlags}' failed; the shell has no project environment." >&2

@@ -143,7 +143,6 @@ def test_every_shell_provides_python_uv_and_media_tools(shells):
                 assert wanted in packages, f"{system}.{name} lacks {wanted}"
             assert shell["env"]["UV_PYTHON"].endswith(f"-{python}/bin/{python}")
             assert shell["env"]["UV_PYTHON_DOWNLOADS"] == "never"
-            assert shell["env"]["UV_COMPILE_BYTECODE"] == "1"
 
 
 @needs_nix

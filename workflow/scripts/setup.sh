@@ -51,8 +51,8 @@ Environment:
 
 Steps add to one environment (.venv, or \$UV_PROJECT_ENVIRONMENT); running the script again
 with another step keeps what earlier steps installed. Each --family gets its own environment
-(the mario extra cannot share one with visual or web); packages are compiled to bytecode at
-install (UV_COMPILE_BYTECODE=1). See docs/envs/<family>.md.
+(the mario extra cannot share one with visual or web). Every sync compiles bytecode at install
+(--compile-bytecode). See docs/envs/<family>.md.
 EOF
 }
 
@@ -114,7 +114,6 @@ if ((want_smoke + want_core + want_web + want_atari + ${#families[@]} == 0)); th
   printf 'setup: choose at least one step: --smoke, --core, --web, --atari-roms or --family NAME\n' >&2
   exit 2
 fi
-export UV_COMPILE_BYTECODE=1
 
 cd "$REPO"
 
@@ -210,8 +209,8 @@ find_python313() {
 if ((want_smoke + want_core + want_web + want_atari)); then
   sync_args=()
   for extra in "${extras[@]}"; do sync_args+=(--extra "$extra"); done
-  say "installing Python packages from uv.lock: uv sync --locked --inexact ${sync_args[*]}"
-  run uv sync --locked --inexact "${sync_args[@]}" ||
+  say "installing Python packages from uv.lock: uv sync --locked --inexact --compile-bytecode ${sync_args[*]}"
+  run uv sync --locked --inexact --compile-bytecode "${sync_args[@]}" ||
     die "uv sync failed." \
       "Offline? uv needs PyPI (or a mirror set with UV_INDEX_URL) for packages not yet in its cache." \
       "Lock out of date? Run 'uv lock' after editing pyproject.toml."
@@ -220,8 +219,8 @@ fi
 for family in "${families[@]}"; do
   python_args=()
   [[ "$family" == mario ]] && python_args=(--python "$(find_python313)")
-  say "creating .venv-$family: UV_PROJECT_ENVIRONMENT=.venv-$family uv sync --locked ${python_args[*]} --extra $family --extra dev"
-  run env UV_PROJECT_ENVIRONMENT=".venv-$family" uv sync --locked "${python_args[@]}" --extra "$family" --extra dev ||
+  say "creating .venv-$family: UV_PROJECT_ENVIRONMENT=.venv-$family uv sync --locked --compile-bytecode ${python_args[*]} --extra $family --extra dev"
+  run env UV_PROJECT_ENVIRONMENT=".venv-$family" uv sync --locked --compile-bytecode "${python_args[@]}" --extra "$family" --extra dev ||
     die "creating .venv-$family failed." \
       "Offline? uv needs PyPI for packages not yet in its cache." \
       "For mario: Python 3.13 is needed (pyenv install 3.13, uv python install 3.13, or set EVOPOLICYGYM_PYTHON313)."

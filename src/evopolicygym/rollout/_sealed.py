@@ -41,7 +41,7 @@ from evopolicygym.protocol import (
 )
 from evopolicygym.sandbox import Channel, FrameError, die_with_parent, harden, reap
 
-from ._capture import CappedWriter, PolicyTimeout, Watchdog
+from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
 from ._loader import CheckpointLoader, relative_traceback, write_checkpoint
 
 # The marker: which slot's policy call is running (-1: none). Shared memory written by the
@@ -195,6 +195,8 @@ def _classify(exc: BaseException, system: Path) -> tuple[EpisodeErrorKind | None
     default" (a plain exception in ``reset`` or ``act``)."""
     text = relative_traceback(exc, system)
     if isinstance(exc, PolicyTimeout):
+        if near_memory_limit():
+            return EpisodeErrorKind.OOM, "time limit reached while holding its memory limit", text
         return EpisodeErrorKind.ACT_TIMEOUT, "time limit reached", text
     if isinstance(exc, MemoryError):
         return EpisodeErrorKind.OOM, f"MemoryError: {exc}", text
