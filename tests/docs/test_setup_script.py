@@ -167,8 +167,8 @@ def test_each_family_gets_its_own_environment_and_mario_python_3_13(checkout, tm
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert (
-        f"+ env UV_PROJECT_ENVIRONMENT=.venv-mario uv sync --locked --python {python313} "
-        "--extra mario --extra dev"
+        "+ env UV_PROJECT_ENVIRONMENT=.venv-mario uv sync --locked --compile-bytecode "
+        f"--python {python313} --extra mario --extra dev"
     ) in lines
     assert (
         "+ env UV_PROJECT_ENVIRONMENT=.venv-visual uv sync --locked --extra visual --extra dev"
