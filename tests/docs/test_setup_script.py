@@ -171,8 +171,8 @@ def test_each_family_gets_its_own_environment_and_mario_python_3_13(checkout, tm
         f"--python {python313} --extra mario --extra dev"
     ) in lines
     assert (
-        "+ env UV_PROJECT_ENVIRONMENT=.venv-visual uv sync --locked --extra visual --extra dev"
-        in lines
+        "+ env UV_PROJECT_ENVIRONMENT=.venv-visual uv sync --locked --compile-bytecode "
+        "--extra visual --extra dev" in lines
     )
     # visual's Debian packages, skipped with --no-system but named
     assert "libegl-mesa0" in proc.stdout and "libgl1-mesa-dri" in proc.stdout
