@@ -34,6 +34,7 @@ from evopolicygym.protocol import (
     SubmitCommit,
     SubmitRecord,
     SubmitRollback,
+    Verdict,
 )
 
 from .checkpoint import files_hash, read_files
@@ -116,12 +117,15 @@ class Ledger:
         return len(self.submits)
 
     def ok_submits(self) -> list[SubmitRecord]:
-        return [s for s in self.submits if s.status == "ok"]
+        return [s for s in self.submits if s.status == Verdict.OK]
 
     # -- journal ----------------------------------------------------------------------------------
 
-    def append(self, record: Any) -> None:
-        """Append one journal record (fsynced) and apply it."""
+    def append(self, record: Any, *, durable: bool = True) -> None:
+        """Append one journal record and apply it. ``durable`` waits until the disk has it
+        (fsync); without, it survives a crash of the judge but not of the machine, which is
+        enough for a record whose loss leaves nothing to undo (``submit_begin``: the next
+        submit of the same index clears what a lost one left)."""
         with self._lock:
             body = record.model_dump(mode="json")
             body["time"] = utc_now()
@@ -130,7 +134,8 @@ class Ledger:
             with open(self.path, "a", encoding="utf-8") as handle:
                 handle.write(line)
                 handle.flush()
-                os.fsync(handle.fileno())
+                if durable:
+                    os.fsync(handle.fileno())
             self._apply(_RECORD.validate_python(body))
 
     def _apply(self, record: Any) -> None:
@@ -238,7 +243,7 @@ def submit_dirname(index: int) -> str:
 def record_from_summary(summary: dict[str, Any], tree_hash: str | None = None) -> SubmitRecord:
     """The history line of a submit, rebuilt from its ``summary.json``; ``tree_hash`` is the
     content hash of its checkpoint (None for rejects, which have none)."""
-    rejected = summary["status"] in ("budget_invalid", "invalid_env_instance")
+    rejected = Verdict(summary["status"]).is_reject
     return SubmitRecord(
         index=summary["submit_index"],
         status=summary["status"],

@@ -29,6 +29,7 @@ _EXPORTS = {
     "IsolationUnavailable": "_levels",
     "probe": "_levels",
     "become_subreaper": "_proctree",
+    "children": "_proctree",
     "die_with_parent": "_proctree",
     "forbid_inspection": "_proctree",
     "kill_descendants": "_proctree",
@@ -49,6 +50,7 @@ __all__ = [
     "become_subreaper",
     "bwrap_prefix",
     "channel_pair",
+    "children",
     "die_with_parent",
     "forbid_inspection",
     "harden",
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
     from ._levels import IsolationLevel, IsolationPlan, IsolationUnavailable, probe
     from ._proctree import (
         become_subreaper,
+        children,
         die_with_parent,
         forbid_inspection,
         kill_descendants,
