@@ -33,8 +33,9 @@
       ];
       forSystems = systems: f: lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
 
-      # Extras synced into each family's environment (see [project.optional-dependencies]).
-      # jax and mario get their own environments: they need numpy >= 2.1 and < 2.0.
+      # Extras synced into each family's environment (see [project.optional-dependencies]);
+      # every family has its own environment, as .ci/families tests them (docs/envs/<family>.md).
+      # mario cannot share one with visual or web (pyglet and greenlet pins) and needs Python 3.13.
       familyExtras = {
         core = [
           "core"
@@ -50,6 +51,21 @@
           "mario"
           "dev"
         ];
+        visual = [
+          "visual"
+          "dev"
+          "cluster"
+        ];
+        multi = [
+          "multi"
+          "dev"
+          "cluster"
+        ];
+        heavy = [
+          "heavy"
+          "dev"
+          "cluster"
+        ];
         web = [
           "web"
           "dev"
@@ -61,7 +77,8 @@
         pkgs: family: extra:
         let
           isLinux = pkgs.stdenv.isLinux;
-          python = pkgs.python311;
+          # gym-super-mario-bros 9 and nes-py 9 publish only for Python 3.13.
+          python = if family == "mario" then pkgs.python313 else pkgs.python311;
           # Libraries that manylinux wheels (mujoco, box2d, pyarrow, ...) dlopen at run time.
           runtimeLibs =
             [
@@ -88,7 +105,7 @@
             ] ++ (extra.packages or [ ]);
 
             UV_PROJECT_ENVIRONMENT = ".venv-${family}";
-            UV_PYTHON = "${python}/bin/python3.11";
+            UV_PYTHON = "${python}/bin/${python.executable}";
             UV_PYTHON_DOWNLOADS = "never";
             EVOPOLICYGYM_SHELL = family;
 
@@ -139,6 +156,12 @@
             core = mkFamilyShell pkgs "core" { };
             jax = mkFamilyShell pkgs "jax" { };
             mario = mkFamilyShell pkgs "mario" { };
+            multi = mkFamilyShell pkgs "multi" { };
+            heavy = mkFamilyShell pkgs "heavy" { };
+          }
+          // lib.optionalAttrs pkgs.stdenv.isLinux {
+            # MiniWorld renders off-screen through EGL with Mesa (Linux only, as MuJoCo's EGL).
+            visual = mkFamilyShell pkgs "visual" { };
           }
           // lib.optionalAttrs pkgs.stdenv.isLinux { web = mkFamilyShell pkgs "web" (webExtra pkgs); };
         in

@@ -23,7 +23,9 @@ FIXTURES = REPO / "tests" / "fixtures"
 MINIWOB_REV = "7fd85d71a4b60325c6585396ec4f48377d049838"
 LINUX = ("x86_64-linux", "aarch64-linux")
 DARWIN = ("x86_64-darwin", "aarch64-darwin")
-FAMILIES = ("core", "jax", "mario", "web")
+FAMILIES = ("core", "jax", "mario", "multi", "heavy", "visual", "web")
+# Shells that need Mesa (EGL) or nixpkgs' Chromium: Linux only.
+LINUX_ONLY = ("visual", "web")
 NIX_FLAGS = ["--extra-experimental-features", "nix-command flakes"]
 
 needs_nix = pytest.mark.skipif(
@@ -120,8 +122,8 @@ def test_shell_names_per_system(shells):
     for system in LINUX:
         assert set(shells[system]) == {*FAMILIES, "default"}, system
     for system in DARWIN:
-        # No Mesa/EGL or Playwright browsers from nixpkgs on macOS: no web shell there.
-        assert set(shells[system]) == {"core", "jax", "mario", "default"}, system
+        # No Mesa/EGL or Playwright browsers from nixpkgs on macOS: no web or visual shell there.
+        assert set(shells[system]) == {*FAMILIES, "default"} - set(LINUX_ONLY), system
 
 
 @needs_nix
@@ -135,9 +137,11 @@ def test_every_shell_provides_python_uv_and_media_tools(shells):
     for system, by_name in shells.items():
         for name, shell in by_name.items():
             packages = shell["packages"]
-            for wanted in ("python3.11", "uv", "ffmpeg", "swig"):
+            # gym-super-mario-bros 9 and nes-py 9 publish only for Python 3.13.
+            python = "python3.13" if name == "mario" else "python3.11"
+            for wanted in (python, "uv", "ffmpeg", "swig"):
                 assert wanted in packages, f"{system}.{name} lacks {wanted}"
-            assert shell["env"]["UV_PYTHON"].endswith("-python3.11/bin/python3.11")
+            assert shell["env"]["UV_PYTHON"].endswith(f"-{python}/bin/{python}")
             assert shell["env"]["UV_PYTHON_DOWNLOADS"] == "never"
 
 
@@ -162,7 +166,7 @@ def test_no_shell_syncs_extras_that_uv_declares_conflicting(shells):
     conflicts = [
         {item["extra"] for item in group} for group in pyproject["tool"]["uv"]["conflicts"]
     ]
-    assert {"jax", "mario"} in conflicts
+    assert {"mario", "visual"} in conflicts and {"mario", "web"} in conflicts
     for family in FAMILIES:
         extras = set(sync_extras(shells["x86_64-linux"][family]))
         for group in conflicts:
@@ -188,7 +192,7 @@ def test_shell_sync_commands_resolve_from_uv_lock(shells, tmp_path):
         proc = dry_run(sync_extras(shells["x86_64-linux"][family]))
         assert proc.returncode == 0, f"{family}: {proc.stderr}"
     # The same check refuses a combination the lock cannot satisfy.
-    assert dry_run(["jax", "mario"]).returncode != 0
+    assert dry_run(["mario", "visual"]).returncode != 0
     assert not (tmp_path / "venv").exists()
 
 
@@ -217,7 +221,7 @@ def test_web_shell_serves_miniwob_and_nixpkgs_chromium(shells):
         assert re.fullmatch(r"file:///nix/store/[^/]+/miniwob/html/miniwob/", env["MINIWOB_URL"])
         assert re.fullmatch(r"/nix/store/[^/]+-chromium/bin/chromium", env["EVOPOLICYGYM_CHROMIUM"])
         assert env["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] == "1"
-        for family in ("core", "jax", "mario"):
+        for family in set(FAMILIES) - {"web"}:
             assert "MINIWOB_URL" not in shells[system][family]["env"]
 
 

@@ -246,7 +246,8 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
                 maximum=config.run.maximum or max(config.run.budget, 1),
                 limits=config.limits,
                 jobs=jobs,
-                compress_images=config.run.compress_images,
+                # Mario's frames are stored compressed whatever the run says (envspec).
+                compress_images=config.run.compress_images or spec.compress_images,
                 isolation=plan.level,
             )
             judge = Judge(settings, paths.judge_paths(), ledger, events, pool)

@@ -141,3 +141,40 @@ def test_missing_uv_is_reported_with_the_install_command(checkout, tmp_path):
     assert proc.returncode == 1
     assert "uv is not installed" in proc.stderr
     assert "pip install uv" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [("--family",), ("--family", "atari"), ("--family=nope",)])
+def test_family_needs_a_known_name(checkout, args):
+    proc = setup(checkout, *args)
+    assert proc.returncode == 2
+    assert "--family needs one of: jax mario visual multi heavy" in proc.stderr
+
+
+def test_each_family_gets_its_own_environment_and_mario_python_3_13(checkout, tmp_path):
+    python313 = tmp_path / "bin" / "python3.13"
+    python313.parent.mkdir()
+    python313.write_text("#!/bin/sh\nexit 0\n")  # answers the version probe with "3.13"
+    python313.chmod(0o755)
+    proc = setup(
+        checkout,
+        "--family",
+        "mario",
+        "--family=visual",
+        "--dry-run",
+        "--no-system",
+        EVOPOLICYGYM_PYTHON313=str(python313),
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert (
+        "+ env UV_PROJECT_ENVIRONMENT=.venv-mario uv sync --locked --compile-bytecode "
+        f"--python {python313} --extra mario --extra dev"
+    ) in lines
+    assert (
+        "+ env UV_PROJECT_ENVIRONMENT=.venv-visual uv sync --locked --compile-bytecode "
+        "--extra visual --extra dev" in lines
+    )
+    # visual's Debian packages, skipped with --no-system but named
+    assert "libegl-mesa0" in proc.stdout and "libgl1-mesa-dri" in proc.stdout
+    # no sync of the main environment when only families are asked for
+    assert not any(line.startswith("+ uv sync") for line in lines)

@@ -13,10 +13,14 @@ MINIWOB_DIR="$REPO/third_party/miniwob-plusplus"
 APT_SMOKE=(bubblewrap git)
 APT_CORE=(bubblewrap git ffmpeg libegl1 libgl1 libgl1-mesa-dri libosmesa6 swig)
 APT_WEB=(git chromium)
+# Environment families with their own virtual environment (.venv-<family>, see --family).
+FAMILIES=(jax mario visual multi heavy)
+# MiniWorld renders off-screen with EGL: the GLVND loaders, Mesa's EGL and llvmpipe, GLU.
+APT_VISUAL=(libegl1 libgl1 libegl-mesa0 libgl1-mesa-dri libglu1-mesa)
 
 usage() {
   cat <<EOF
-Usage: workflow/scripts/setup.sh [STEP...] [--no-system] [--dry-run]
+Usage: workflow/scripts/setup.sh [STEP...] [--family NAME...] [--no-system] [--dry-run]
 
 Prepares this checkout for EvoPolicyGym on a machine without Nix. Python packages come from
 pyproject.toml extras and uv.lock through 'uv sync'; this script adds what uv cannot install.
@@ -30,6 +34,10 @@ Steps (at least one):
                  commit $MINIWOB_REV in third_party/miniwob-plusplus (if it cannot be
                  cloned, the pages shipped in the miniwob wheel are used instead)
   --atari-roms   ale-py and a check that its Atari ROMs are present (AutoROM if they are not)
+  --family NAME  one environment family in its own virtual environment .venv-NAME, synced from
+                 uv.lock with the extras NAME and dev; NAME is one of: ${FAMILIES[*]}
+                 (visual also installs apt: ${APT_VISUAL[*]}; mario needs Python 3.13, found
+                 on PATH, under pyenv, or through \$EVOPOLICYGYM_PYTHON313, else uv's own)
 
 Options:
   --no-system    skip apt-get (print the packages instead); for machines where you are not root
@@ -39,10 +47,12 @@ Options:
 Environment:
   EVOPOLICYGYM_MINIWOB_SOURCE  git URL or path to clone MiniWoB++ from (a mirror, when GitHub
                                is unreachable); default $MINIWOB_SOURCE
+  EVOPOLICYGYM_PYTHON313       the Python 3.13 interpreter for --family mario
 
 Steps add to one environment (.venv, or \$UV_PROJECT_ENVIRONMENT); running the script again
-with another step keeps what earlier steps installed. The jax and mario extras
-conflict (numpy); give each its own: UV_PROJECT_ENVIRONMENT=.venv-jax uv sync --extra jax
+with another step keeps what earlier steps installed. Each --family gets its own environment
+(the mario extra cannot share one with visual or web). Every sync compiles bytecode at install
+(--compile-bytecode). See docs/envs/<family>.md.
 EOF
 }
 
@@ -63,12 +73,27 @@ run() {
 }
 
 want_smoke=0 want_core=0 want_web=0 want_atari=0 SYSTEM=1 DRY_RUN=0
+families=()
 if (($# == 0)); then
   usage >&2
   exit 2
 fi
-for arg in "$@"; do
+while (($#)); do
+  arg="$1"
+  shift
+  if [[ "$arg" == --family=* ]]; then
+    set -- "${arg#--family=}" "$@"
+    arg=--family
+  fi
   case "$arg" in
+    --family)
+      if (($# == 0)) || [[ " ${FAMILIES[*]} " != *" $1 "* ]]; then
+        printf 'setup: --family needs one of: %s\n' "${FAMILIES[*]}" >&2
+        exit 2
+      fi
+      families+=("$1")
+      shift
+      ;;
     --smoke) want_smoke=1 ;;
     --core) want_core=1 ;;
     --web) want_web=1 ;;
@@ -85,8 +110,8 @@ for arg in "$@"; do
       ;;
   esac
 done
-if ((want_smoke + want_core + want_web + want_atari == 0)); then
-  printf 'setup: choose at least one step: --smoke, --core, --web or --atari-roms\n' >&2
+if ((want_smoke + want_core + want_web + want_atari + ${#families[@]} == 0)); then
+  printf 'setup: choose at least one step: --smoke, --core, --web, --atari-roms or --family NAME\n' >&2
   exit 2
 fi
 
@@ -132,6 +157,9 @@ apt_packages=()
 ((want_core)) && extras+=(core cluster) && apt_packages+=("${APT_CORE[@]}")
 ((want_web)) && extras+=(web) && apt_packages+=("${APT_WEB[@]}")
 ((want_atari)) && extras+=(atari)
+for family in "${families[@]}"; do
+  [[ "$family" == visual ]] && apt_packages+=("${APT_VISUAL[@]}")
+done
 
 if ((${#apt_packages[@]})); then
   mapfile -t apt_packages < <(printf '%s\n' "${apt_packages[@]}" | sort -u)
@@ -163,13 +191,41 @@ if ((want_web)); then
   fi
 fi
 
-sync_args=()
-for extra in "${extras[@]}"; do sync_args+=(--extra "$extra"); done
-say "installing Python packages from uv.lock: uv sync --locked --inexact --compile-bytecode ${sync_args[*]}"
-run uv sync --locked --inexact --compile-bytecode "${sync_args[@]}" ||
-  die "uv sync failed." \
-    "Offline? uv needs PyPI (or a mirror set with UV_INDEX_URL) for packages not yet in its cache." \
-    "Lock out of date? Run 'uv lock' after editing pyproject.toml."
+# The Python 3.13 for the mario family: gym-super-mario-bros 9 and nes-py 9 publish only for it.
+find_python313() {
+  local candidate
+  for candidate in "${EVOPOLICYGYM_PYTHON313:-}" "$(command -v python3.13 2>/dev/null || true)" \
+    "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13; do
+    [[ -n "$candidate" && -x "$candidate" ]] || continue
+    # pyenv's shims exist for every installed version but fail for inactive ones.
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' 2>/dev/null; then
+      printf '%s\n' "$candidate"
+      return
+    fi
+  done
+  printf '3.13\n' # uv finds one itself, or downloads it where it can
+}
+
+if ((want_smoke + want_core + want_web + want_atari)); then
+  sync_args=()
+  for extra in "${extras[@]}"; do sync_args+=(--extra "$extra"); done
+  say "installing Python packages from uv.lock: uv sync --locked --inexact --compile-bytecode ${sync_args[*]}"
+  run uv sync --locked --inexact --compile-bytecode "${sync_args[@]}" ||
+    die "uv sync failed." \
+      "Offline? uv needs PyPI (or a mirror set with UV_INDEX_URL) for packages not yet in its cache." \
+      "Lock out of date? Run 'uv lock' after editing pyproject.toml."
+fi
+
+for family in "${families[@]}"; do
+  python_args=()
+  [[ "$family" == mario ]] && python_args=(--python "$(find_python313)")
+  say "creating .venv-$family: UV_PROJECT_ENVIRONMENT=.venv-$family uv sync --locked --compile-bytecode ${python_args[*]} --extra $family --extra dev"
+  run env UV_PROJECT_ENVIRONMENT=".venv-$family" uv sync --locked --compile-bytecode "${python_args[@]}" --extra "$family" --extra dev ||
+    die "creating .venv-$family failed." \
+      "Offline? uv needs PyPI for packages not yet in its cache." \
+      "For mario: Python 3.13 is needed (pyenv install 3.13, uv python install 3.13, or set EVOPOLICYGYM_PYTHON313)."
+  say "$family: run its tools as .venv-$family/bin/evopolicygym (see docs/envs/$family.md)"
+done
 
 if ((want_web)); then
   if [[ -d "$MINIWOB_DIR/.git" ]] || ((DRY_RUN)); then
@@ -202,4 +258,8 @@ if ((want_atari)); then
   fi
 fi
 
-say "done. Next: uv run snakemake smoke --cores 2"
+if ((want_smoke + want_core + want_web + want_atari)); then
+  say "done. Next: uv run snakemake smoke --cores 2"
+else
+  say "done."
+fi

@@ -17,7 +17,12 @@ ADAPTERS = {
     "toy": "evopolicygym.envs.toy",
     "gymnasium": "evopolicygym.envs.gymnasium_adapter",
     "web": "evopolicygym.envs.web",
+    "jax": "evopolicygym.envs.jax_functional",
+    "mario": "evopolicygym.envs.mario",
+    "miniworld": "evopolicygym.envs.miniworld_headless",
+    "multi_objective": "evopolicygym.envs.multi_objective",
 }
+AdapterName = Literal["toy", "gymnasium", "web", "jax", "mario", "miniworld", "multi_objective"]
 
 
 class Anchors(BaseModel):
@@ -87,9 +92,7 @@ class EnvSpec(BaseModel):
     id: str = Field(..., description="Benchmark id, e.g. gym/cartpole.")
     upstream: str | None = Field(None, description="Gymnasium registry id, e.g. CartPole-v1.")
     family: str = Field(..., description="Environment family, e.g. classic_control, mujoco.")
-    adapter: Literal["toy", "gymnasium", "web"] = Field(
-        "gymnasium", description="World implementation."
-    )
+    adapter: AdapterName = Field("gymnasium", description="World implementation.")
     extra: str = Field("", description="pyproject extra that installs it ('' = base install).")
     imports: list[str] = Field(
         default_factory=list, description="Modules to import so the upstream id registers."
@@ -106,6 +109,17 @@ class EnvSpec(BaseModel):
         "inline", description="external: observations go to observations.npy/.npz files."
     )
     reward: str = Field(..., description="One-line reward description.")
+    reward_weights: list[float] | None = Field(
+        None,
+        description="Multi-objective envs (adapter multi_objective): the weights of the linear "
+        "scalarisation; the judge's reward is their dot product with the reward vector, which "
+        "stays in info.vector_reward. None weighs every objective 1 (the sum).",
+    )
+    compress_images: bool = Field(
+        False,
+        description="Always store recorded pixel observations compressed (observations.npz, "
+        "key obs), as the run option compress_images does: for frames too large to keep raw.",
+    )
     level: Level = Field("L1", description="Readiness level reached (see check-envs).")
     core16: bool = Field(False, description="Part of the Core-16 paper suite.")
     train_cases: int = Field(64, gt=0, description="Visible train ids without a split dir.")

@@ -18,9 +18,9 @@ import gymnasium
 
 from ._ids import BULK_PREFIX, UnknownEnvironmentError
 from ._spec import EnvSpec
+from ._wrapped import env_schemas
 from .families import FAMILIES, NON_ENVIRONMENT_IDS, PLUGINS, family_of, register_plugins
-from .gymnasium_adapter import action_labels, make_env
-from .spaces import schema_has_image, space_schema
+from .spaces import schema_has_image
 from .tasktext import template_task
 from .web import MINIWOB_COMMIT, MINIWOB_MAX_STEPS, MINIWOB_STEPS_SOURCE, miniwob_url
 
@@ -34,6 +34,15 @@ __all__ = [
 ]
 
 DEFAULT_STEP_CAP = 1000
+# Families whose environments need their own adapter (wrappers, rendering set-up); the others
+# run through the plain Gymnasium adapter.
+FAMILY_ADAPTERS = {
+    "web": "web",
+    "jax": "jax",
+    "mario": "mario",
+    "miniworld": "miniworld",
+    "multi_objective": "multi_objective",
+}
 
 
 @cache
@@ -45,9 +54,10 @@ def registered_plugins() -> dict[str, str | None]:
 def env_step_limit(env: gymnasium.Env) -> tuple[int, str] | None:
     """The step limit an environment enforces itself, with how it was read; None if unknown."""
     inner = env.unwrapped
-    max_steps = getattr(inner, "max_steps", None)
-    if isinstance(max_steps, int) and max_steps > 0:
-        return max_steps, f"env.unwrapped.max_steps = {max_steps}"
+    for attribute in ("max_steps", "max_episode_steps"):  # MiniGrid, MiniWorld
+        value = getattr(inner, attribute, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, f"env.unwrapped.{attribute} = {value}"
     config = getattr(inner, "config", None)
     if isinstance(config, dict) and "duration" in config and "policy_frequency" in config:
         duration, frequency = config["duration"], config["policy_frequency"]
@@ -78,11 +88,13 @@ def bulk_spec(upstream_id: str) -> EnvSpec:
         )
     family = family_of(upstream_id)
     plugin_modules = [plugin.module for plugin in PLUGINS if plugin.family == family]
+    if family == "miniworld":  # its adapter imports MiniWorld itself, after setting up EGL
+        plugin_modules = []
     draft = EnvSpec(
         id=BULK_PREFIX + upstream_id,
         upstream=upstream_id,
         family=family,
-        adapter="web" if family == "web" else "gymnasium",
+        adapter=FAMILY_ADAPTERS.get(family, "gymnasium"),
         extra=FAMILIES[family].extra,
         imports=plugin_modules,
         kwargs=_kwargs_for(upstream_id),
@@ -96,10 +108,10 @@ def bulk_spec(upstream_id: str) -> EnvSpec:
         obs_schema, action_schema = draft.describe()
         own = None
     else:
-        env = make_env(draft)
+        # The family's own environment (wrappers included), so the schemas are what runs.
+        env = draft.adapter_module().make_env(draft)
         try:
-            obs_schema = space_schema(env.observation_space)
-            action_schema = space_schema(env.action_space, labels=action_labels(env))
+            obs_schema, action_schema = env_schemas(env)
             own = env_step_limit(env)
         finally:
             env.close()

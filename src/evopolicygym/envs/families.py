@@ -56,6 +56,9 @@ FAMILIES: dict[str, Family] = {
         Family("multi_objective", "MO-Gymnasium", "multi", "Tasks with vector-valued rewards."),
         Family("web", "BrowserGym MiniWoB++", "web", "Web page tasks in a real browser."),
         Family("mario", "Super Mario Bros", "mario", "NES Super Mario Bros levels."),
+        Family(
+            "dm_control", "DM Control (Shimmy)", "heavy", "DeepMind Control Suite through Shimmy."
+        ),
         Family("other", "Other", "", "Registered by an unrecognised package."),
     )
 }
@@ -76,10 +79,14 @@ PLUGINS: tuple[Plugin, ...] = (
     Plugin("miniworld", "miniworld", "miniworld"),
     Plugin("mo_gymnasium", "mo-gymnasium", "multi_objective"),
     Plugin("browsergym.miniwob", "browsergym-miniwob", "web"),
+    Plugin("gym_super_mario_bros", "gym-super-mario-bros", "mario"),
+    Plugin("shimmy", "shimmy", "dm_control"),
 )
 
 # Registry entries that are adapters needing an ``env_id`` argument, not environments.
-NON_ENVIRONMENT_IDS = frozenset({"GymV21Environment-v0", "GymV26Environment-v0"})
+NON_ENVIRONMENT_IDS = frozenset(
+    {"GymV21Environment-v0", "GymV26Environment-v0", "dm_control/compatibility-env-v0"}
+)
 
 _ENTRY_POINT_FAMILIES = (
     ("gymnasium.envs.classic_control", "classic_control"),
@@ -95,7 +102,10 @@ _ENTRY_POINT_FAMILIES = (
     ("miniworld", "miniworld"),
     ("mo_gymnasium", "multi_objective"),
     ("browsergym", "web"),
+    ("gym_super_mario_bros", "mario"),
 )
+# Families whose ids are registered with a callable entry point, known by their namespace.
+_NAMESPACE_FAMILIES = (("ALE/", "atari"), ("browsergym/", "web"), ("dm_control/", "dm_control"))
 
 
 def register_plugins() -> dict[str, str | None]:
@@ -104,6 +114,9 @@ def register_plugins() -> dict[str, str | None]:
     outcome: dict[str, str | None] = {}
     for plugin in PLUGINS:
         try:
+            if plugin.module == "miniworld":
+                # Before MiniWorld imports pyglet's window module: render off-screen (EGL).
+                importlib.import_module("pyglet").options["headless"] = True
             module = importlib.import_module(plugin.module)
             if plugin.module == "ale_py":
                 gymnasium.register_envs(module)
@@ -117,10 +130,9 @@ def family_of(upstream_id: str) -> str:
     """The family key of a registered Gymnasium id, from its entry point (``other`` if unknown)."""
     spec = gymnasium.spec(upstream_id)
     entry = spec.entry_point if isinstance(spec.entry_point, str) else ""
-    if upstream_id.startswith("ALE/"):
-        return "atari"
-    if upstream_id.startswith("browsergym/"):  # registered with a lambda entry point
-        return "web"
+    for namespace, family in _NAMESPACE_FAMILIES:
+        if upstream_id.startswith(namespace):
+            return family
     for prefix, family in _ENTRY_POINT_FAMILIES:
         if entry.startswith(prefix):
             return family

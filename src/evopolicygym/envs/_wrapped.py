@@ -1,0 +1,54 @@
+"""What the family adapters that wrap a Gymnasium environment share (``jax``, ``mario``,
+``miniworld``, ``multi_objective``): a :class:`~evopolicygym.envs.World` around an environment
+that is already built and wrapped, and its schemas with the names of its discrete actions.
+
+Each family module builds its environment (``make_env(spec)``, raising
+:class:`~evopolicygym.envs.MissingExtraError` or a family error that says what to install) and
+hands it to :func:`wrapped_world`; stepping, seeding, action coercion and JSON conversion are the
+Gymnasium adapter's, unchanged.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import gymnasium
+
+from ._contract import SpaceSchemas
+from .gymnasium_adapter import GymnasiumWorld, action_labels
+from .spaces import space_schema
+
+__all__ = ["action_names", "env_schemas", "wrapped_world"]
+
+
+def action_names(env: gymnasium.Env) -> list[str] | None:
+    """Names of the discrete actions, or None: the environment's ``get_action_meanings()``
+    (nes-py's joypad), else what the Gymnasium adapter finds (MiniGrid, HighwayEnv), else the
+    members of an ``actions`` enum by value when the space uses only the first of them
+    (MiniWorld's tasks use 3 of its 8 actions)."""
+    count = getattr(env.action_space, "n", None)
+    if count is None:
+        return None
+    meanings = getattr(env, "get_action_meanings", None)
+    names = list(meanings()) if callable(meanings) else action_labels(env)
+    if names is not None and len(names) == int(count):
+        return [str(name) for name in names]
+    actions = getattr(env.unwrapped, "actions", None)
+    if isinstance(actions, type) and issubclass(actions, Enum):
+        by_value = {member.value: member.name for member in actions}
+        if all(index in by_value for index in range(int(count))):
+            return [by_value[index] for index in range(int(count))]
+    return None
+
+
+def env_schemas(env: gymnasium.Env) -> SpaceSchemas:
+    """The observation and action schemas of a (wrapped) environment."""
+    return SpaceSchemas(
+        space_schema(env.observation_space),
+        space_schema(env.action_space, labels=action_names(env)),
+    )
+
+
+def wrapped_world(spec, env: gymnasium.Env) -> GymnasiumWorld:
+    """The Gymnasium adapter's world around ``env`` (built by the family module)."""
+    return GymnasiumWorld(spec, env=env)
