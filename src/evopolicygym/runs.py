@@ -298,13 +298,13 @@ def _drive_and_finish(
         with JudgeServer(judge, config.server.bind, config.server.port) as server:
             events(
                 "run.open",
-                url=server.url,
+                url=server.origin,  # the secret stays out of the logs
                 budget=settings.budget,
                 remaining=ledger.remaining,
                 resumed=ledger.next_index > 0,
             )
             progress(
-                f"[{label}] judge at {server.url}; {ledger.remaining}/{settings.budget} episodes left; agent {config.agent.kind}"
+                f"[{label}] judge at {server.origin}; {ledger.remaining}/{settings.budget} episodes left; agent {config.agent.kind}"
             )
             transcript = drive(
                 harness,

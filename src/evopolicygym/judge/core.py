@@ -26,6 +26,7 @@ from evopolicygym.protocol import (
     ResourceLimits,
     RunState,
     SubmitSummary,
+    TooManyInstances,
     Verdict,
     parse_env_instances,
 )
@@ -37,6 +38,8 @@ from .ledger import Ledger, record_from_summary, submit_dirname, utc_now
 from .task import task_text
 
 EventLog = Callable[..., None]
+# Requests naming more ids than this (and than max per submit) are never expanded.
+EXPAND_AT_MOST = 4096
 
 
 class JudgeError(Exception):
@@ -145,23 +148,38 @@ class Judge:
 
     # -- submit -----------------------------------------------------------------------------------
 
-    def submit(self, env_instances: object) -> tuple[int, dict[str, Any]]:
+    def submit(
+        self, env_instances: object, *, client_waiting: Callable[[], bool] = lambda: True
+    ) -> tuple[int, dict[str, Any]]:
         """Judge one submit. Returns (HTTP status, body): 200 for a charged submit, 400 for a
-        reject (with summary). Raises :class:`JudgeError` for requests judged not at all."""
+        reject (with summary). Raises :class:`JudgeError` for requests judged not at all.
+
+        ``client_waiting()`` is asked once the submit holds the lock: False (the client went
+        away while queued) refuses it uncharged. A request naming more than ``maximum`` ids is
+        rejected by its count alone when that count is also over ``EXPAND_AT_MOST``: nothing is
+        expanded and its summary keeps no ids."""
         with self._lock:
+            if not client_waiting():
+                self.events("submit.abandoned", reason="client disconnected while queued")
+                raise JudgeError(
+                    499, "client_gone", "the client disconnected before its submit started"
+                )
             if self.phase != "open":
                 raise JudgeError(
                     409,
                     "run_closed",
                     f"the run is {self.phase}: the budget is spent and no more submits are accepted",
                 )
+            oversized = None
             try:
-                ids = parse_env_instances(env_instances)
+                ids = parse_env_instances(env_instances, limit=self._expansion_limit())
+            except TooManyInstances as exc:
+                ids, oversized = [], exc.count
             except InstanceSpecError as exc:
                 raise JudgeError(400, "budget_invalid", str(exc)) from exc
             started, clock = utc_now(), time.monotonic()
             index = self.ledger.next_index
-            reject = self._reject_reason(ids)
+            reject = self._reject_reason(ids) if oversized is None else self._oversized(oversized)
             self.ledger.append({"type": "submit_begin", "index": index, "env_instances": ids})
             self.events(
                 "submit.start",
@@ -210,6 +228,17 @@ class Judge:
                 f"{len(ids)} episodes requested; this submit may ask for {self.settings.minimum}..{upper} (remaining budget {self.ledger.remaining}, max per submit {self.settings.maximum})",
             )
         return None
+
+    def _expansion_limit(self) -> int:
+        """Most ids a request is expanded to (a longer one is a reject by its count alone)."""
+        return max(self.settings.maximum, EXPAND_AT_MOST)
+
+    def _oversized(self, count: int) -> tuple[str, str]:
+        upper = min(self.settings.maximum, self.ledger.remaining)
+        return (
+            Verdict.BUDGET_INVALID,
+            f"{count} episodes requested; this submit may ask for {self.settings.minimum}..{upper} (remaining budget {self.ledger.remaining}, max per submit {self.settings.maximum})",
+        )
 
     def _run_submit(self, index: int, ids: list[int], started: str, clock: float) -> SubmitSummary:
         first_global = self.ledger.used

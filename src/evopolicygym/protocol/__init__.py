@@ -2,7 +2,13 @@
 
 from ._config import AgentSection, LimitsSection, RunConfig, RunSection, ServerSection
 from ._feedback import ErrorLine, SubmitSummary, TrajectoryRow
-from ._instances import InstanceSpecError, parse_env_instances
+from ._instances import (
+    MAX_ID_DIGITS,
+    InstanceSpecError,
+    TooManyInstances,
+    count_env_instances,
+    parse_env_instances,
+)
 from ._run_record import (
     AgentRecord,
     BudgetRecord,
@@ -27,6 +33,7 @@ from ._wire import (
 
 __all__ = [
     "HARNESS_VERSION",
+    "MAX_ID_DIGITS",
     "PROTOCOL_VERSION",
     "SCHEMA_VERSION",
     "AgentRecord",
@@ -52,8 +59,10 @@ __all__ = [
     "SubmitRequest",
     "SubmitResponse",
     "SubmitSummary",
+    "TooManyInstances",
     "Timing",
     "TrajectoryRow",
     "Verdict",
+    "count_env_instances",
     "parse_env_instances",
 ]
