@@ -241,7 +241,9 @@ def test_every_url_needs_the_run_secret(live_judge):
     ]:
         status, answer = raw_http(live_judge.url, method, path, body, json_type)
         assert status == 401, path
-        assert answer["status"] == "unauthorized" and "EVOPOLICYGYM_API" in answer["error"]["message"]
+        assert (
+            answer["status"] == "unauthorized" and "EVOPOLICYGYM_API" in answer["error"]["message"]
+        )
     assert unchanged(live_judge)
     assert not (live_judge.paths.feedback / "submit_000").exists()
     # The same request with the secret is judged.
@@ -281,7 +283,12 @@ def test_task_lists_the_urls_with_the_secret(live_judge):
 @pytest.mark.parametrize(
     ("raw", "status", "code", "reason"),
     [
-        (b'{"env_instances": ' + b"[" * 30_000 + b"]" * 30_000 + b"}", 400, "bad_request", "deeper"),
+        (
+            b'{"env_instances": ' + b"[" * 30_000 + b"]" * 30_000 + b"}",
+            400,
+            "bad_request",
+            "deeper",
+        ),
         (b"[" * 40 + b"]" * 40, 400, "bad_request", "deeper"),
         (b'{"env_instances": "\\u0663"}', 400, "budget_invalid", "ASCII"),
         ('{"env_instances": "\u0663"}'.encode(), 400, "budget_invalid", "ASCII"),

@@ -101,7 +101,9 @@ def _client_still_waiting(environ: dict[str, Any]) -> Callable[[], bool]:
 
 def _submit_body(raw: bytes) -> SubmitRequest | Response:
     """The validated body of ``POST /submit``, or the error answer."""
-    usage = 'the body must be a JSON object like {"env_instances": [0, 1]} or {"env_instances": "0-3"}'
+    usage = (
+        'the body must be a JSON object like {"env_instances": [0, 1]} or {"env_instances": "0-3"}'
+    )
     if json_depth_exceeds(raw, MAX_JSON_DEPTH):
         return _error(
             400, "bad_request", f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels; {usage}"
