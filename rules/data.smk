@@ -19,13 +19,17 @@ rule data:
     params:
         env=lambda wildcards: DATA[wildcards.data_dir].env,
         bulk=lambda wildcards: "--bulk" if DATA[wildcards.data_dir].bulk else "",
-        seed=lambda wildcards: DATA[wildcards.data_dir].seed,
+        generator=lambda wildcards: (
+            "--private"
+            if DATA[wildcards.data_dir].private
+            else f"--seed {DATA[wildcards.data_dir].seed}"
+        ),
         train=lambda wildcards: DATA[wildcards.data_dir].train_size,
         valid=lambda wildcards: DATA[wildcards.data_dir].valid_size,
         heldout=lambda wildcards: DATA[wildcards.data_dir].heldout_size,
     message:
-        "data: {params.env} splits (seed {params.seed}) -> {wildcards.data_dir}"
+        "data: {params.env} splits ({params.generator}) -> {wildcards.data_dir}"
     shell:
         "evopolicygym data make --env {params.env} {params.bulk} --root {wildcards.data_dir}"
-        " --seed {params.seed} --train-size {params.train} --valid-size {params.valid}"
+        " {params.generator} --train-size {params.train} --valid-size {params.valid}"
         " --heldout-size {params.heldout} --force > {log} 2>&1"

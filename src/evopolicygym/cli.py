@@ -152,10 +152,13 @@ def cmd_data_make(args: argparse.Namespace) -> int:
     from evopolicygym.envs import get_env
 
     spec = get_env(args.env, bulk=args.bulk)
+    if args.private and args.seed is not None:
+        raise SystemExit("--private draws every seed from the operating system; drop --seed")
     splits = make_splits(
         spec.id,
         Path(args.root),
-        seed=args.seed,
+        seed=args.seed or 0,
+        private=args.private,
         train_size=args.train_size or spec.train_cases,
         valid_size=args.valid_size or spec.valid_size,
         heldout_size=args.heldout_size or spec.heldout_size,
@@ -169,6 +172,7 @@ def cmd_data_make(args: argparse.Namespace) -> int:
                 "train": len(splits.train),
                 "valid": len(splits.valid),
                 "heldout": len(splits.heldout),
+                "private": splits.private,
                 "versions": splits.hashes,
             },
             sort_keys=True,
@@ -341,7 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--env", required=True, help="environment id")
     make.add_argument("--bulk", action="store_true", help="allow gymnasium/<id> ids")
     make.add_argument("--root", required=True, help="directory for the three files")
-    make.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    make.add_argument("--seed", type=int, help="master seed (default 0: the public protocol)")
+    make.add_argument(
+        "--private",
+        action="store_true",
+        help="draw every seed from the operating system's randomness (no master seed): nobody "
+        "can compute the hidden cases; the hidden files are mode 0600 and hold a nonce, so "
+        "their SHA-256 in run.json is a commitment",
+    )
     make.add_argument("--train-size", type=int, help="default: the env's train_cases")
     make.add_argument("--valid-size", type=int, help="default: the env's valid_size")
     make.add_argument("--heldout-size", type=int, help="default: the env's heldout_size")

@@ -398,6 +398,8 @@ def _record(
         "env_version": spec.version,
         "agents_md_hash": _sha256(paths.agents_md.read_bytes()),
         **splits.hashes,
+        # private: seeds from the OS, hashes are commitments; public: computable from a seed
+        "case_protocol": "private" if splits.private else "public",
     }
     gymnasium_version = _package_version("gymnasium")
     if gymnasium_version:
