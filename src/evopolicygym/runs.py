@@ -11,7 +11,7 @@ Layout of ``<runs>/<model>/<env>/<exp_id>/`` (segments slugged)::
     workspace/               the agent's cwd: AGENTS.md, system/, feedback/submit_NNN/
     checkpoints/submit_NNN/  snapshot of system/ per submit (+ metrics.json)
     logs/                    harness.log (JSONL events), agent transcripts, worker logs
-    .judge/                  private: journal.jsonl, run_config.json, lock
+    .judge/                  private: journal.jsonl, run_config.json, history.json, lock
 """
 
 from __future__ import annotations
@@ -287,10 +287,9 @@ def _drive_and_finish(
     config, spec, splits, paths, ledger, judge, events, settings, label, progress
 ) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
-    from evopolicygym.agents import Launch, drive, make_harness
+    from evopolicygym.agents import Launch, Resume, RunHistory, drive, make_harness
 
-    started = time.monotonic()
-    agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name)
+    history = RunHistory.open(paths.private / "history.json")
     transcript = None  # no agent session when a resumed run has nothing left to spend
     if judge.phase == "open":
         judge.pool.prewarm()
@@ -306,22 +305,39 @@ def _drive_and_finish(
             progress(
                 f"[{label}] judge at {server.origin}; {ledger.remaining}/{settings.budget} episodes left; agent {config.agent.kind}"
             )
+            previous = history.previous_session()
+            resume = None
+            if previous is not None:
+                resume = Resume(
+                    session=previous.resume_id,
+                    turns=history.total_turns(),
+                    n_submits=ledger.next_index,
+                    remaining_budget=ledger.remaining,
+                    budget=settings.budget,
+                )
+                events("agent.resume", session=previous.resume_id, turns=resume.turns)
             transcript = drive(
                 harness,
-                Launch(api_url=server.url, workspace=paths.workspace, logs=paths.logs),
+                Launch(
+                    api_url=server.url, workspace=paths.workspace, logs=paths.logs, resume=resume
+                ),
                 done=lambda: judge.phase != "open",
                 limit=config.agent.limit or max(1, config.run.budget),
                 retries=config.agent.retries,
                 backoff=config.agent.retry_backoff,
                 log=lambda event, fields: events(event, **fields),
+                observer=history,
             )
-        agent_record = AgentRecord(
-            kind=config.agent.kind,
-            name=config.agent.name,
-            reason=transcript.reason,
-            turns=transcript.turns,
-            session=transcript.session,
-        )
+    previous = history.previous_session()
+    last = history.current.session or previous
+    agent_record = AgentRecord(
+        kind=config.agent.kind,
+        name=config.agent.name,
+        reason=transcript.reason if transcript else (last.reason if last else None),
+        session=transcript.session if transcript else (last.key if last else None),
+        **history.agent_totals(),
+    )
+    history.save()
     finalize_started = time.monotonic()
     if ledger.remaining > 0:
         unspent = f"{ledger.remaining} of {settings.budget} episodes unspent"
@@ -345,7 +361,7 @@ def _drive_and_finish(
         ledger,
         outcome,
         agent_record,
-        started,
+        history.total_wall_seconds(),
         finalize_started,
         settings,
     )
@@ -390,7 +406,7 @@ def _package_version(name: str) -> str | None:
 
 
 def _record(
-    config, spec, splits, paths, ledger, outcome, agent, started, finalize_started, settings
+    config, spec, splits, paths, ledger, outcome, agent, wall_seconds, finalize_started, settings
 ) -> RunRecord:
     end = utc_now()
     versions = {
@@ -426,7 +442,7 @@ def _record(
         timing=Timing(
             start_time=ledger.opened_at or end,
             end_time=end,
-            wall_time_seconds=round(time.monotonic() - started, 3),
+            wall_time_seconds=wall_seconds,  # every start of the run, resumes included
             finalize_seconds=round(time.monotonic() - finalize_started, 3),
         ),
         outcome=outcome,

@@ -10,13 +10,22 @@ from ._cli import CliHarness, CliOptions, CliSession, TurnOutput
 from ._codex import CodexHarness
 from ._command import AgentCommandError, CommandHarness, CommandSession
 from ._factory import KINDS, builtin_argv, make_harness
+from ._history import RunHistory, SessionRecord
 from ._kimi import KimiHarness
-from ._launch import Launch
+from ._launch import Launch, Resume
 from ._loop import drive
 from ._rules import agents_md_sha256, agents_md_text
-from ._session import AgentHarness, AgentSession, Reply, Transcript
+from ._session import (
+    DEFAULT_TURN_TIMEOUT,
+    AgentHarness,
+    AgentSession,
+    Reply,
+    SessionObserver,
+    Transcript,
+)
 
 __all__ = [
+    "DEFAULT_TURN_TIMEOUT",
     "KINDS",
     "AgentCommandError",
     "AgentHarness",
@@ -31,6 +40,10 @@ __all__ = [
     "KimiHarness",
     "Launch",
     "Reply",
+    "Resume",
+    "RunHistory",
+    "SessionObserver",
+    "SessionRecord",
     "Transcript",
     "TurnOutput",
     "agents_md_sha256",

@@ -65,7 +65,12 @@ class AgentSection(_Strict):
     limit: int | None = Field(None, gt=0, description="Turn limit; default max(1, budget).")
     retries: int = Field(0, ge=0, description="Extra attempts for a failed turn.")
     retry_backoff: float = Field(1.0, ge=0, description="Seconds; doubles every attempt.")
-    turn_timeout: float | None = Field(None, gt=0, description="Seconds per turn (CLI agents).")
+    turn_timeout: float | None = Field(
+        7200.0,
+        gt=0,
+        description="Seconds one turn may take (every adapter); an overrunning turn's process "
+        "group is killed and the turn counts as failed (retried up to retries).",
+    )
     binary: str = Field("", description="Agent CLI binary (codex, claude, kimi).")
     model: str = Field("", description="Model passed to the agent CLI.")
     sandbox: str = Field("workspace-write", description="Codex --sandbox value.")
