@@ -11,7 +11,7 @@ real tools it resumes with ``exec ... resume <id>`` / ``resume --last`` (Codex),
 when asked to resume a session it does not have. Its answer names the session and how many
 turns it has had. It acts like an agent: it reads ``GET /info``, writes ``system/policy.py`` (a
 constant policy for Discrete actions) and POSTs one submit through the ``EVOPOLICYGYM_*_URL``
-variables.
+variables. ``--version`` prints a version line in the real tool's format.
 
 Knobs (environment): ``FAKE_CLI_RECORD`` (append one JSON line per call: argv, stdin, cwd, pid
 and the EVOPOLICYGYM_* variables), ``FAKE_CLI_EXIT`` (exit code), ``FAKE_CLI_SLEEP`` (seconds to
@@ -38,8 +38,11 @@ def act_like_an_agent():
     url = os.environ.get("EVOPOLICYGYM_INFO_URL")
     if not url or os.environ.get("FAKE_CLI_SUBMIT") == "0":
         return "no judge contacted"
-    with urllib.request.urlopen(url, timeout=30) as response:
-        info = json.load(response)
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            info = json.load(response)
+    except OSError as exc:  # no judge (e.g. `agents check`): say so, as an agent would
+        return f"judge unreachable ({exc})"
     if info["state"]["remaining_budget"] < 1 or info["state"]["is_finalized"]:
         return "budget spent"
     space = info["env_meta"]["action_space"]
@@ -134,8 +137,14 @@ def session_for(argv):
     return found, False
 
 
+VERSIONS = {"codex": "codex-cli 0.169.0", "claude": "2.1.328 (Claude Code)", "kimi": "kimi, version 1.0.11"}
+
+
 def main():
     argv = sys.argv[1:]
+    if argv == ["--version"]:
+        print(VERSIONS[KIND])
+        return 0
     stdin = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     record = os.environ.get("FAKE_CLI_RECORD")
     if record:

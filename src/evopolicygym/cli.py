@@ -181,9 +181,56 @@ def cmd_data_make(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_agents_check(args: argparse.Namespace) -> int:
+    from evopolicygym.agents import check_agent
+
+    binaries = {}
+    for item in args.binary or []:
+        kind, _, path = item.partition("=")
+        if kind not in ("codex", "claude", "kimi") or not path:
+            raise SystemExit(
+                f"--binary takes KIND=PATH with KIND codex, claude or kimi, not {item!r}"
+            )
+        binaries[kind] = path
+    kinds = args.kind or ["codex", "claude", "kimi"]
+    results = []
+    for kind in kinds:
+        if not args.json:
+            print(f"checking {kind}...", file=sys.stderr, flush=True)
+        results.append(
+            check_agent(
+                kind,
+                binary=binaries.get(kind, ""),
+                session=not args.no_session,
+                timeout=args.timeout,
+            )
+        )
+    if args.json:
+        print(json.dumps([r.model_dump() for r in results], indent=2))
+    else:
+        for r in results:
+            session = {None: "not tried", True: "ok", False: "FAILED"}[r.session]
+            print(
+                f"{r.kind:7} {'found ' + r.path if r.path else 'NOT FOUND (' + r.binary + ')'}"
+                f"\n        version: {r.version or '-'}\n        one-turn session: {session}"
+                + (f" ({r.session_id})" if r.session_id else "")
+            )
+            if r.detail:
+                print(f"        problem: {r.detail}")
+            if r.advice:
+                print(f"        to fix: {r.advice}")
+    return 0 if all(r.ok for r in results) else 1
+
+
 def cmd_suite(args: argparse.Namespace) -> int:
     from evopolicygym.suites import load_suite, run_suite_workflow
 
+    if args.check:
+        from evopolicygym.preflight import require_ready
+
+        require_ready([load_suite(Path(args.config))])
+        print(f"{args.config}: every agent and environment is ready", file=sys.stderr)
+        return 0
     if args.list:
         for job in load_suite(Path(args.config)).jobs:
             print(f"{job.name}\t{job.env}\t{job.agent_label}\t{job.root}")
@@ -334,6 +381,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=cmd_run)
 
+    agents = commands.add_parser("agents", help="agent CLIs").add_subparsers(
+        dest="agents_command", metavar="ACTION", required=True
+    )
+    agents_check = agents.add_parser(
+        "check",
+        help="is each agent CLI installed, which version, does a one-turn session work?",
+        description="For the codex, claude and kimi adapters: find the CLI on PATH, print its "
+        "--version, and run one no-op turn (the CLI must be logged in and reach its model; no "
+        "judge is involved and nothing is submitted). Prints what to do about each failure; "
+        "exits 1 when any checked CLI is not usable.",
+    )
+    agents_check.add_argument(
+        "--kind", action="append", choices=["codex", "claude", "kimi"], help="check only these"
+    )
+    agents_check.add_argument(
+        "--binary", action="append", metavar="KIND=PATH", help="use this binary for KIND"
+    )
+    agents_check.add_argument(
+        "--no-session", action="store_true", help="only look for the binary and its version"
+    )
+    agents_check.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds for the one-turn session (180)"
+    )
+    agents_check.add_argument("--json", action="store_true", help="print the results as JSON")
+    agents_check.set_defaults(handler=cmd_agents_check)
+
     data = commands.add_parser("data", help="case split files").add_subparsers(
         dest="data_command", metavar="ACTION", required=True
     )
@@ -377,6 +450,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--list",
         action="store_true",
         help="print the suite's jobs (name, env, agent, run directory) and exit",
+    )
+    suite.add_argument(
+        "--check",
+        action="store_true",
+        help="only run the preflight the workflow runs before scheduling: every agent CLI on "
+        "PATH, every environment buildable",
     )
     suite.set_defaults(handler=cmd_suite)
 
@@ -515,6 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     from evopolicygym.calibration import CalibrationError
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
+    from evopolicygym.preflight import PreflightError
     from evopolicygym.runs import RunLockedError
 
     # SIGTERM (scancel, Snakemake, Kubernetes) unwinds like Ctrl-C: workers stopped, journal
@@ -532,6 +612,7 @@ def main(argv: list[str] | None = None) -> int:
         MissingExtraError,
         UnknownEnvironmentError,
         RunLockedError,
+        PreflightError,
         FileNotFoundError,
         ValueError,
     ) as exc:

@@ -5,6 +5,7 @@
 Code CLI adapters, or a built-in offline agent (``builtin:random``, ``builtin:hillclimb``).
 """
 
+from ._check import AgentCheck, check_agent, missing_agent_message
 from ._claude import ClaudeHarness
 from ._cli import CliHarness, CliOptions, CliSession, TurnOutput
 from ._codex import CodexHarness
@@ -27,6 +28,7 @@ from ._session import (
 __all__ = [
     "DEFAULT_TURN_TIMEOUT",
     "KINDS",
+    "AgentCheck",
     "AgentCommandError",
     "AgentHarness",
     "AgentSession",
@@ -49,6 +51,8 @@ __all__ = [
     "agents_md_sha256",
     "agents_md_text",
     "builtin_argv",
+    "check_agent",
     "drive",
     "make_harness",
+    "missing_agent_message",
 ]
