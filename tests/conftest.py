@@ -15,6 +15,7 @@ from evopolicygym.cases import generate_splits
 from evopolicygym.envs import get_env
 from evopolicygym.judge import Judge, JudgeServer, JudgeSettings, Ledger
 from evopolicygym.protocol import LimitsSection
+from evopolicygym.rollout import WorkerPool
 from evopolicygym.runs import EventLog, RunPaths
 
 
@@ -94,12 +95,15 @@ def live_judge(tmp_path: Path, request) -> Iterator[LiveJudge]:
         checkpoints=paths.checkpoints,
         feedback=paths.feedback,
     )
+    pool = WorkerPool(
+        spec.model_dump(), options["jobs"], settings.limits, paths.logs / "workers.log"
+    )
     judge = Judge(
         settings,
         paths.judge_paths(),
         ledger,
         EventLog(paths.logs / "harness.log", lambda line: None, "test"),
-        paths.logs / "workers.log",
+        pool,
     )
     try:
         with JudgeServer(judge) as server:

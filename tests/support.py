@@ -18,6 +18,16 @@ class Policy:
 """
 
 
+def job_from_dir(checkpoint: Path, spec, env_meta: dict):
+    """A :class:`WorkerJob` for the checkpoint directory ``checkpoint`` of ``spec``'s env."""
+    from evopolicygym.judge.checkpoint import files_hash, read_files
+    from evopolicygym.rollout import WorkerJob
+
+    schemas = spec.describe()
+    files = read_files(checkpoint)
+    return WorkerJob(files, files_hash(files), schemas.obs_space, schemas.action_space, env_meta)
+
+
 def write_policy(system: Path, source: str) -> None:
     system.mkdir(parents=True, exist_ok=True)
     (system / "policy.py").write_text(textwrap.dedent(source))

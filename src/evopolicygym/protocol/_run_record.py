@@ -92,7 +92,9 @@ class AgentRecord(_Record):
 
 
 class RunRecord(_Record):
-    """``run.json``, written once, atomically, when the run ends."""
+    """``run.json``, written once, atomically, when the run ends. ``isolation`` says how
+    policy code was isolated (level, mechanisms, known gaps, limits); ``integrity`` holds the
+    journal head it was written after and an HMAC over the rest (``evopolicygym verify``)."""
 
     schema_version: str = SCHEMA_VERSION
     protocol_version: str = PROTOCOL_VERSION
@@ -109,3 +111,4 @@ class RunRecord(_Record):
     isolation: dict[str, Any] = Field(default_factory=dict)
     artifacts: dict[str, str] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
+    integrity: dict[str, str] | None = None
