@@ -97,6 +97,7 @@ def _run_config(args: argparse.Namespace):
         run["model"] = agent["kind"].removeprefix("builtin:")  # runs/<agent>/<env>/... by default
     for flag, key in (
         ("agent_name", "name"),
+        ("agent_jail", "jail"),
         ("limit", "limit"),
         ("retries", "retries"),
         ("retry_backoff", "retry_backoff"),
@@ -386,6 +387,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent", help="command | codex | claude | kimi | builtin:random | builtin:hillclimb"
     )
     agent.add_argument("--agent-name", help="log and session name")
+    agent.add_argument(
+        "--agent-jail",
+        choices=["auto", "on", "off"],
+        help="run the agent inside bubblewrap, seeing only its workspace, CLI and configuration "
+        "(default auto: where bubblewrap works)",
+    )
     agent.add_argument("--limit", type=int, help="turn limit (default: the budget)")
     agent.add_argument("--retries", type=int, help="extra attempts per failed turn")
     agent.add_argument(
@@ -617,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    from evopolicygym.agents import AgentCommandError
+    from evopolicygym.agents import AgentCommandError, JailUnavailable
     from evopolicygym.calibration import CalibrationError
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
@@ -642,6 +649,7 @@ def main(argv: list[str] | None = None) -> int:
         UnknownEnvironmentError,
         RunLockedError,
         PreflightError,
+        JailUnavailable,
         IsolationUnavailable,
         JournalCorrupt,
         IntegrityError,

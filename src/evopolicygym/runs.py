@@ -11,6 +11,7 @@ Layout of ``<runs>/<model>/<env>/<exp_id>/`` (segments slugged)::
     workspace/               the agent's cwd: AGENTS.md, system/, feedback/submit_NNN/
     checkpoints/submit_NNN/  snapshot of system/ per submit (+ metrics.json)
     logs/                    harness.log (JSONL events), agent transcripts, worker logs
+    agent_state/             the agent CLI's session stores when it runs in the agent jail
     .judge/                  private: journal.jsonl, run_config.json, history.json, lock
 """
 
@@ -103,6 +104,11 @@ class RunPaths:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+    @property
+    def agent_state(self) -> Path:
+        """The agent CLI's session stores, bound into the agent jail (see agents/_jail.py)."""
+        return self.root / "agent_state"
 
     @property
     def private(self) -> Path:
@@ -309,12 +315,13 @@ def _drive_and_finish(
     config, spec, splits, paths, ledger, judge, events, settings, label, progress, plan
 ) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
-    from evopolicygym.agents import Launch, Resume, RunHistory, drive, make_harness
+    from evopolicygym.agents import Launch, Resume, RunHistory, agent_jail, drive, make_harness
 
     history = RunHistory.open(paths.private / "history.json")
     transcript = None  # no agent session when a resumed run has nothing left to spend
+    harness = make_harness(config.agent)
+    jail, jail_record = agent_jail(config.agent, harness, paths.workspace, paths.agent_state)
     if judge.phase == "open":
-        harness = make_harness(config.agent)
         with JudgeServer(judge, config.server.bind, config.server.port) as server:
             events(
                 "run.open",
@@ -340,7 +347,11 @@ def _drive_and_finish(
             transcript = drive(
                 harness,
                 Launch(
-                    api_url=server.url, workspace=paths.workspace, logs=paths.logs, resume=resume
+                    api_url=server.url,
+                    workspace=paths.workspace,
+                    logs=paths.logs,
+                    resume=resume,
+                    jail=tuple(jail),
                 ),
                 done=lambda: judge.phase != "open",
                 limit=config.agent.limit or max(1, config.run.budget),
@@ -395,6 +406,7 @@ def _drive_and_finish(
         settings,
         plan,
     )
+    record.isolation["agent"] = jail_record.model_dump()
     sealed = seal(
         load_key(paths.private, create=False), record.model_dump(mode="json"), ledger.head
     )

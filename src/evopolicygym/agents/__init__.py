@@ -12,6 +12,7 @@ from ._codex import CodexHarness
 from ._command import AgentCommandError, CommandHarness, CommandSession
 from ._factory import KINDS, builtin_argv, make_harness
 from ._history import RunHistory, SessionRecord
+from ._jail import Jail, JailRecord, JailUnavailable, agent_jail
 from ._kimi import KimiHarness
 from ._launch import Launch, Resume
 from ._loop import drive
@@ -39,6 +40,9 @@ __all__ = [
     "CodexHarness",
     "CommandHarness",
     "CommandSession",
+    "Jail",
+    "JailRecord",
+    "JailUnavailable",
     "KimiHarness",
     "Launch",
     "Reply",
@@ -48,6 +52,7 @@ __all__ = [
     "SessionRecord",
     "Transcript",
     "TurnOutput",
+    "agent_jail",
     "agents_md_sha256",
     "agents_md_text",
     "builtin_argv",

@@ -141,7 +141,7 @@ class CliSession(ABC):
         prompt_path.write_text(message, encoding="utf-8")
         Path(f"{stem}.command.json").write_text(json.dumps(argv) + "\n", encoding="utf-8")
         output = run_turn_process(
-            argv,
+            [*self.launch.jail, *argv],
             cwd=self.launch.workspace,
             env=env,
             stdin_path=prompt_path if prompt_on_stdin else None,

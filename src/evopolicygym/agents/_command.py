@@ -72,7 +72,7 @@ class CommandSession:
     def __init__(self, harness: CommandHarness, launch: Launch) -> None:
         self._name = harness.name
         self._timeout = harness.turn_timeout
-        self._argv = harness.argv
+        self._argv = [*launch.jail, *harness.argv]
         launch.logs.mkdir(parents=True, exist_ok=True)
         self._stderr_path = launch.logs / f"{self._name}.stderr.txt"
         self._stderr = self._stderr_path.open("ab")

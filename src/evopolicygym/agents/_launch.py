@@ -35,7 +35,8 @@ class Launch(BaseModel):
     """The facts an agent session starts from.
 
     ``workspace`` becomes the agent's working directory; ``logs`` is the run's private log
-    directory, where adapters write transcripts. Neither the run root nor ``logs`` is ever
+    directory, where adapters write transcripts. ``jail`` is a command prefix (``bwrap ... --``,
+    see :class:`Jail`) put before every agent process; empty: no jail. Neither the run root nor ``logs`` is ever
     revealed to the agent: :meth:`environ` exports only workspace paths and URLs, and the
     prompts contain the URLs but no absolute path.
     """
@@ -46,6 +47,7 @@ class Launch(BaseModel):
     workspace: Path
     logs: Path
     resume: Resume | None = None
+    jail: tuple[str, ...] = ()
 
     @property
     def base_url(self) -> str:

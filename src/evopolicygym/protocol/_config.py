@@ -86,6 +86,13 @@ class AgentSection(_Strict):
     permission: str = Field("bypassPermissions", description="Claude --permission-mode.")
     tools: list[str] = Field(default_factory=list, description="Claude --allowedTools.")
     args: list[str] = Field(default_factory=list, description="Extra CLI arguments.")
+    jail: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Agent jail: run every agent process inside bubblewrap, seeing only its "
+        "workspace (read-write), its CLI, configuration directory and system files (read-only) "
+        "and a private /tmp; auto = on where bubblewrap works, on = stop the run when it does "
+        "not, off = no jail. Recorded in run.json under isolation.agent.",
+    )
 
 
 class ServerSection(_Strict):
