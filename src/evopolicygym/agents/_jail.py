@@ -73,7 +73,7 @@ def bwrap_works() -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
-    argv = bwrap_prefix(bwrap, tmpfs_bytes=1 << 20, share_network=True) + ["/bin/true"]
+    argv = [*bwrap_prefix(bwrap, tmpfs_bytes=1 << 20, share_network=True), "/bin/true"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
