@@ -7,10 +7,30 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
+from evopolicygym.agents._jail import bwrap_works
 from fake_agent_clis import install_fake_cli
+
+JAILED = bwrap_works() is None  # the default jail = auto is on where bubblewrap works
+
+
+def _running(binary) -> list[int]:
+    """Processes of this test's fake CLI that are still alive (not zombies)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(binary).encode() in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
 
 
 def _calls(path):
@@ -20,9 +40,10 @@ def _calls(path):
 @pytest.mark.parametrize("kind", ["codex", "claude", "kimi"])
 def test_a_killed_run_resumes_the_same_agent_session_and_counts_every_turn(tmp_path, kind):
     binary = install_fake_cli(kind, tmp_path / "bin")
-    calls = tmp_path / "calls.jsonl"
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "FAKE_CLI_RECORD": str(calls)}
     root = tmp_path / "run"
+    # In the workspace: the agent runs in the jail (the default), which sees nothing else.
+    calls = root / "workspace" / ".calls.jsonl"
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "FAKE_CLI_RECORD": str(calls)}
     command = [sys.executable, "-m", "evopolicygym.cli", "run", "--env", "toy", "--root", str(root),
                "--budget", "3", "--jobs", "1", "--agent", kind, "--retries", "1",
                "--retry-backoff", "0", "--", str(binary)]  # fmt: skip
@@ -39,8 +60,14 @@ def test_a_killed_run_resumes_the_same_agent_session_and_counts_every_turn(tmp_p
     time.sleep(0.5)  # the second turn hangs inside the CLI
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
-    hung = _calls(calls)[1]["pid"]
-    os.killpg(hung, signal.SIGKILL)  # the CLI's turn runs in its own group: SIGKILL spares it
+    # The jailed CLI dies with the harness (without the jail its own group would survive).
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(binary):
+        time.sleep(0.1)
+    survivors = _running(binary)
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert not (JAILED and survivors)
     history = json.loads((root / ".judge" / "history.json").read_text())
     assert history["attempts"][0]["session"]["turns"] == 2  # the killed turn is counted
 
@@ -65,6 +92,7 @@ def test_a_killed_run_resumes_the_same_agent_session_and_counts_every_turn(tmp_p
     # Turns: 1 (submit), 2 (killed), then 3 and 4 (submits) in the same CLI session.
     assert agent["turns"] == 4 == sum(s["turns"] for s in sessions)
     assert record["budget"]["used"] == 3 and record["outcome"]["status"] == "completed"
+    assert record["isolation"]["agent"]["level"] == ("bwrap" if JAILED else "none")
     assert agent["wall_time_seconds"] >= sessions[0]["wall_time_seconds"] > 0.5
     assert record["timing"]["wall_time_seconds"] >= sum(
         a["wall_time_seconds"]

@@ -31,6 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 JailMode = Literal["auto", "on", "off"]
+NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf")
 TMPFS_BYTES = 1 << 30
 
 # Per CLI: its configuration directories (read-only) and, relative to $HOME, the session stores
@@ -204,6 +205,9 @@ class Jail:
         argv = argv[:-1]
         for target, source, _ in self.stores:
             argv += ["--bind", str(source), str(target)]
+        # Name resolution for the model API (the sandbox list is for offline policy workers).
+        for name in NETWORK_FILES:
+            argv += ["--ro-bind-try", name, name]
         # The CLI finds its configuration under the real home; the home itself stays empty.
         argv += ["--setenv", "HOME", str(self.home), "--"]
         return argv
