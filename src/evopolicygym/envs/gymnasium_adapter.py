@@ -25,7 +25,14 @@ from ._spec import EnvSpec, MissingExtraError
 from .jsonsafe import to_jsonsafe
 from .spaces import action_coercer, space_schema
 
-__all__ = ["GymnasiumWorld", "action_labels", "describe", "make_env", "make_world"]
+__all__ = [
+    "GymnasiumWorld",
+    "action_labels",
+    "describe",
+    "make_env",
+    "make_world",
+    "runtime_modules",
+]
 
 SEED_MODULUS = 2**32
 
@@ -42,6 +49,16 @@ def make_env(spec: EnvSpec) -> gymnasium.Env:
         return gymnasium.make(spec.upstream, **spec.kwargs)
     except (ImportError, gymnasium.error.DependencyNotInstalled) as exc:
         raise MissingExtraError(spec.id, spec.extra, exc) from exc
+
+
+def runtime_modules(spec: EnvSpec) -> list[str]:
+    """The module holding the environment's class (from Gymnasium's registry), so that lane
+    hosts import the simulator before they fork workers."""
+    for module in spec.imports:
+        importlib.import_module(module)
+    entry = gymnasium.envs.registry.get(spec.upstream)
+    point = getattr(entry, "entry_point", None)
+    return [point.split(":")[0]] if isinstance(point, str) else []
 
 
 def action_labels(env: gymnasium.Env) -> list[str] | None:
@@ -65,6 +82,8 @@ class GymnasiumWorld:
         self._recreate = spec.recreate_per_episode
         self._env = env if env is not None else make_env(spec)
         self._coerce = action_coercer(self._env.action_space)
+        # False: ``step`` leaves ``info`` empty (hidden evaluation records nothing).
+        self.keep_info = True
         self._done = True
         self._last_obs: Any = None
 
@@ -89,13 +108,16 @@ class GymnasiumWorld:
             return Turn(self._last_obs, 0.0, True, False, {"already_done": True})
         coerced, invalid = self._coerce(action)
         obs, reward, terminated, truncated, raw_info = self._env.step(coerced)
-        info = to_jsonsafe(raw_info) if raw_info else {}
+        info = to_jsonsafe(raw_info) if raw_info and self.keep_info else {}
         if not isinstance(info, dict):
             info = {"gym_info": info}
         if invalid:
             info["action_invalid"] = True
         if type(reward) is not float:
-            reward = self._scalar_reward(reward, info)
+            # NumPy's float64 is a float: one conversion, no array (MuJoCo returns those).
+            reward = (
+                float(reward) if isinstance(reward, float) else self._scalar_reward(reward, info)
+            )
         self._done = bool(terminated or truncated)
         self._last_obs = obs
         return Turn(obs, reward, bool(terminated), bool(truncated), info)

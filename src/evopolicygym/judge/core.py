@@ -18,6 +18,7 @@ from evopolicygym.protocol import (
     ResourceLimits,
     RunState,
     TooManyInstances,
+    Verdict,
     parse_env_instances,
 )
 
@@ -150,9 +151,10 @@ class Judge:
             except TooManyInstances as exc:
                 answer = self.submits.judge([], requested=exc.count)
             except InstanceSpecError as exc:
-                raise JudgeError(400, "budget_invalid", str(exc)) from exc
+                raise JudgeError(400, Verdict.BUDGET_INVALID, str(exc)) from exc
             if self.ledger.remaining == 0:
                 self.phase = "finalizing"
+                self.pool.prepare_hidden()
             return answer
 
     def finalize(self, progress: Progress = lambda _line: None) -> Selection:

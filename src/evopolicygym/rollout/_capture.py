@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import resource
 import signal
 import time
 
@@ -44,6 +45,23 @@ class Watchdog:
     @staticmethod
     def stop() -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def near_memory_limit(fraction: float = 0.85) -> bool:
+    """Whether this process holds at least ``fraction`` of its address-space limit: a policy
+    stopped by a time limit while this is true was still allocating (a memory bomb that merely
+    allocates slower than the clock), so the error is ``oom``, not a timeout."""
+    limit, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if limit == resource.RLIM_INFINITY:
+        return False
+    try:
+        with open("/proc/self/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024 >= fraction * limit
+    except OSError:
+        pass
+    return False
 
 
 class CappedWriter(io.TextIOBase):

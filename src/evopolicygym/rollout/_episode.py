@@ -19,7 +19,7 @@ import numpy as np
 from evopolicygym.envs import World
 from evopolicygym.protocol import EpisodeDone, EpisodeError, EpisodeErrorKind, Task
 
-from ._capture import CappedWriter, PolicyTimeout, Watchdog
+from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
 from ._loader import relative_traceback
 from ._recorder import EpisodeRecorder
 
@@ -107,7 +107,10 @@ def play_episode(
             else EpisodeErrorKind.ACT_TIMEOUT
         )
         call = "reset" if kind is EpisodeErrorKind.RESET_ERROR else "act"
-        error = _error(timed, timeout_error(timed, call, limits), exc, step, system)
+        message = timeout_error(timed, call, limits)
+        if near_memory_limit():
+            timed, message = EpisodeErrorKind.OOM, f"{message} while holding its memory limit"
+        error = _error(timed, message, exc, step, system)
     except PolicyFailure as exc:
         error = EpisodeError(exc.kind, exc.message, exc.traceback_text, step)
     except MemoryError as exc:
@@ -117,7 +120,7 @@ def play_episode(
         if exc.errno == errno.EFBIG:
             kind = EpisodeErrorKind.FILE_SIZE_LIMIT
         error = _error(kind, f"{type(exc).__name__}: {exc}", exc, step, system)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in a policy ends only its episode
         error = _error(kind, f"{type(exc).__name__}: {exc}", exc, step, system)
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
@@ -132,7 +135,7 @@ def play_episode(
         stderr=err.value(),
     )
     if recorder is not None:
-        done.trajectory, done.observations, done.obs_format = recorder.finish()
+        done.steps, done.observations, done.obs_format = recorder.finish()
     return done
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from evopolicygym.protocol import CheckpointFile, Load, LoadFailed, Verdict
 
-from ._capture import CappedWriter, PolicyTimeout, Watchdog
+from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
 
 
 def write_checkpoint(files: list[CheckpointFile], system: Path) -> None:
@@ -139,7 +139,8 @@ class CheckpointLoader:
             phase = Verdict.INIT_ERROR
             policy = self.construct(module)
         except PolicyTimeout as exc:
-            return None, self._failure(Verdict.INIT_TIMEOUT, exc, out, err), "", ""
+            verdict = Verdict.OOM if near_memory_limit() else Verdict.INIT_TIMEOUT
+            return None, self._failure(verdict, exc, out, err), "", ""
         except MemoryError as exc:
             return None, self._failure(Verdict.OOM, exc, out, err), "", ""
         except BaseException as exc:
@@ -153,8 +154,10 @@ class CheckpointLoader:
         self, verdict: Verdict, exc: BaseException, out: CappedWriter, err: CappedWriter
     ) -> LoadFailed:
         message = f"{type(exc).__name__}: {exc}"
-        if verdict is Verdict.INIT_TIMEOUT:
+        if isinstance(exc, PolicyTimeout):
             message = f"import + Policy() took longer than {self.limits['init_timeout_s']} s"
+            if verdict is Verdict.OOM:
+                message += " while holding its memory limit (MemoryError-bound)"
         return LoadFailed(
             verdict=verdict,
             message=message,
