@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ._session import AgentSession, Reply
+
+# While a turn runs, the history is saved this often (bounds what a SIGKILL loses).
+HEARTBEAT_SECONDS = 5.0
 
 
 def _now() -> str:
@@ -64,6 +68,9 @@ class RunHistory:
         self.attempts = attempts
         self._clock = time.monotonic()
         self._session_clock = 0.0
+        self._lock = threading.Lock()
+        self._turn_running = threading.Event()
+        self._beat: threading.Thread | None = None
 
     @classmethod
     def open(cls, path: Path) -> RunHistory:
@@ -96,12 +103,21 @@ class RunHistory:
         return round(sum(a.wall_time_seconds for a in self.attempts), 3)
 
     def save(self) -> None:
-        self._tick()
-        body = json.dumps({"attempts": [a.model_dump() for a in self.attempts]}, indent=2)
-        fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".history.")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(body + "\n")
-        os.replace(temporary, self.path)
+        with self._lock:
+            self._tick()
+            body = json.dumps({"attempts": [a.model_dump() for a in self.attempts]}, indent=2)
+            fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".history.")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(body + "\n")
+            os.replace(temporary, self.path)
+
+    def _heartbeat(self) -> None:
+        """Save every ``HEARTBEAT_SECONDS`` while a turn runs, so that a SIGKILL mid-turn loses
+        at most that much of the run's wall time."""
+        while self._turn_running.is_set():
+            time.sleep(HEARTBEAT_SECONDS)
+            if self._turn_running.is_set():
+                self.save()
 
     def _tick(self) -> None:
         self.current.wall_time_seconds = round(time.monotonic() - self._clock, 3)
@@ -122,8 +138,13 @@ class RunHistory:
         assert self.current.session is not None
         self.current.session.turns += 1
         self.save()
+        self._turn_running.set()
+        if self._beat is None or not self._beat.is_alive():
+            self._beat = threading.Thread(target=self._heartbeat, name="history", daemon=True)
+            self._beat.start()
 
     def turn_ended(self, session: AgentSession, reply: Reply | None) -> None:
+        self._turn_running.clear()
         record = self.current.session
         assert record is not None
         record.key = session.key
