@@ -30,6 +30,6 @@ rule data:
     message:
         "data: {params.env} splits ({params.generator}) -> {wildcards.data_dir}"
     shell:
-        "evopolicygym data make --env {params.env} {params.bulk} --root {wildcards.data_dir}"
-        " {params.generator} --train-size {params.train} --valid-size {params.valid}"
-        " --heldout-size {params.heldout} --force > {log} 2>&1"
+        "evopolicygym data make --env {params.env:q} {params.bulk:q}"
+        " --root {wildcards.data_dir:q} {params.generator} --train-size {params.train}"
+        " --valid-size {params.valid} --heldout-size {params.heldout} --force > {log:q} 2>&1"

@@ -29,6 +29,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from evopolicygym.agents import (
+    Launch,
+    Resume,
+    RunHistory,
+    agent_jail,
+    agents_md_text,
+    drive,
+    make_harness,
+)
 from evopolicygym.cases import CaseSplits, generate_splits, load_splits
 from evopolicygym.envs import EnvSpec, get_env
 from evopolicygym.judge import (
@@ -56,6 +65,7 @@ from evopolicygym.protocol import (
     Timing,
 )
 from evopolicygym.rollout import WorkerPool
+from evopolicygym.run_lock import RunLock
 from evopolicygym.sandbox import IsolationPlan, probe
 
 Progress = Callable[[str], None]
@@ -71,10 +81,6 @@ def slug(text: str) -> str:
     if not value:
         raise ValueError(f"cannot make a directory name from {text!r}")
     return value
-
-
-class RunLockedError(RuntimeError):
-    """Another live process owns this run directory."""
 
 
 @dataclass(frozen=True)
@@ -136,37 +142,6 @@ def run_root(config: RunConfig) -> Path:
             "give the run a directory: --root DIR or --runs BASE (or root/runs in [run])"
         )
     return run.runs / slug(run.model) / slug(run.env) / slug(run.exp_id)
-
-
-class _Lock:
-    """``.judge/lock``: created exclusively; a lock whose process is gone is taken over."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self) -> _Lock:
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                try:
-                    pid = json.loads(self.path.read_text())["pid"]
-                    os.kill(pid, 0)
-                except (ProcessLookupError, ValueError, KeyError, json.JSONDecodeError):
-                    self.path.unlink(missing_ok=True)  # stale: its owner died
-                    continue
-                except PermissionError:
-                    pass
-                raise RunLockedError(
-                    f"{self.path.parent.parent} is in use by process {pid}; wait for it or kill it"
-                ) from None
-            with os.fdopen(fd, "w") as handle:
-                json.dump({"pid": os.getpid(), "created_at": utc_now()}, handle)
-            return self
-        raise RunLockedError(f"could not lock {self.path}")
-
-    def __exit__(self, *exc: object) -> None:
-        self.path.unlink(missing_ok=True)
 
 
 class EventLog:
@@ -248,8 +223,6 @@ def load_saved_config(root: Path) -> RunConfig:
 
 def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) -> RunRecord:
     """Run (or resume, or just return) the run described by ``config``."""
-    from evopolicygym.agents import agents_md_text
-
     paths = RunPaths(run_root(config).resolve())  # workers get absolute checkpoint paths
     if paths.run_json.exists():
         progress(f"[run] {paths.root} is finished; run.json is unchanged")
@@ -258,7 +231,7 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
     splits = run_splits(config, spec)
     plan = probe(config.run.isolation)  # an unavailable level stops here, before any file
     paths.create()
-    with _Lock(paths.private / "lock"):
+    with RunLock(paths.private / "lock", paths.root):
         _check_resume(paths, config)
         if not paths.agents_md.exists():
             paths.agents_md.write_text(agents_md_text())
@@ -316,8 +289,6 @@ def _drive_and_finish(
     config, spec, splits, paths, ledger, judge, events, settings, label, progress, plan
 ) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
-    from evopolicygym.agents import Launch, Resume, RunHistory, agent_jail, drive, make_harness
-
     history = RunHistory.open(paths.private / "history.json")
     transcript = None  # no agent session when a resumed run has nothing left to spend
     harness = make_harness(config.agent)

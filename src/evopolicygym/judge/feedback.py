@@ -122,7 +122,9 @@ class FeedbackDraft:
         if errors:
             lines = "".join(e.model_dump_json() + "\n" for e in errors)
             (self.temporary / "errors.txt").write_text(lines)
-        fsync_directory(self.temporary)
+        # One directory fsync: the rename must be on disk before the journal charges the
+        # submit; the files inside need not be (after a machine crash the submit is redone).
+        shutil.rmtree(self.final, ignore_errors=True)  # what such a crash may have left
         self.temporary.replace(self.final)
         fsync_directory(self.root)
         return self.final
