@@ -19,10 +19,11 @@ rule data:
     params:
         env=lambda wildcards: DATA[wildcards.data_dir].env,
         bulk=lambda wildcards: "--bulk" if DATA[wildcards.data_dir].bulk else "",
+        # A list: `:q` quotes each word.
         generator=lambda wildcards: (
-            "--private"
+            ["--private"]
             if DATA[wildcards.data_dir].private
-            else f"--seed {DATA[wildcards.data_dir].seed}"
+            else ["--seed", str(DATA[wildcards.data_dir].seed)]
         ),
         train=lambda wildcards: DATA[wildcards.data_dir].train_size,
         valid=lambda wildcards: DATA[wildcards.data_dir].valid_size,
@@ -31,5 +32,5 @@ rule data:
         "data: {params.env} splits ({params.generator}) -> {wildcards.data_dir}"
     shell:
         "evopolicygym data make --env {params.env:q} {params.bulk:q}"
-        " --root {wildcards.data_dir:q} {params.generator} --train-size {params.train}"
+        " --root {wildcards.data_dir:q} {params.generator:q} --train-size {params.train}"
         " --valid-size {params.valid} --heldout-size {params.heldout} --force > {log:q} 2>&1"
