@@ -19,6 +19,13 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 
 include: "rules/common.smk"
+
+
+# Fail fast: agent CLIs and environments of the suites about to run, before any job.
+onstart:
+    preflight(workflow.dag)
+
+
 include: "rules/data.smk"
 include: "rules/checks.smk"
 include: "rules/runs.smk"

@@ -53,3 +53,19 @@ def split_files(job):
 
 def suite_records(wildcards):
     return [str(job.record_path) for job in SUITES[wildcards.suite].jobs]
+
+
+def preflight(dag):
+    """Stop before any job when a suite with a run to do has a missing agent CLI or an
+    environment that cannot be built (one message naming each)."""
+    from evopolicygym.preflight import PreflightError, require_ready
+
+    slugs = {
+        job.rule.name.removeprefix("run_")
+        for job in dag.needrun_jobs()
+        if job.rule.name.startswith("run_")
+    }
+    try:
+        require_ready(SUITES[slug] for slug in sorted(slugs) if slug in SUITES)
+    except PreflightError as error:
+        raise WorkflowError(str(error)) from None

@@ -19,13 +19,18 @@ rule data:
     params:
         env=lambda wildcards: DATA[wildcards.data_dir].env,
         bulk=lambda wildcards: "--bulk" if DATA[wildcards.data_dir].bulk else "",
-        seed=lambda wildcards: DATA[wildcards.data_dir].seed,
+        # A list: `:q` quotes each word.
+        generator=lambda wildcards: (
+            ["--private"]
+            if DATA[wildcards.data_dir].private
+            else ["--seed", str(DATA[wildcards.data_dir].seed)]
+        ),
         train=lambda wildcards: DATA[wildcards.data_dir].train_size,
         valid=lambda wildcards: DATA[wildcards.data_dir].valid_size,
         heldout=lambda wildcards: DATA[wildcards.data_dir].heldout_size,
     message:
-        "data: {params.env} splits (seed {params.seed}) -> {wildcards.data_dir}"
+        "data: {params.env} splits ({params.generator}) -> {wildcards.data_dir}"
     shell:
         "evopolicygym data make --env {params.env:q} {params.bulk:q}"
-        " --root {wildcards.data_dir:q} --seed {params.seed} --train-size {params.train}"
+        " --root {wildcards.data_dir:q} {params.generator:q} --train-size {params.train}"
         " --valid-size {params.valid} --heldout-size {params.heldout} --force > {log:q} 2>&1"

@@ -1,3 +1,4 @@
+import hashlib
 import json
 
 import pytest
@@ -66,3 +67,33 @@ def test_trim_keeps_the_first_cases_and_never_grows(tmp_path):
     assert splits.trimmed(3, None).valid == splits.valid[:3]
     with pytest.raises(SplitError):
         splits.trimmed(9, None)
+
+
+def test_private_splits_come_from_the_os_and_their_hashes_are_commitments(tmp_path):
+    first = make_splits("toy", tmp_path / "a", private=True, **SIZES)
+    second = make_splits("toy", tmp_path / "b", private=True, **SIZES)
+    assert first.private and second.private
+    assert first.heldout != second.heldout and first.valid != second.valid
+    public = generate_splits(0, 5, 4, 6)
+    assert not set(first.valid + first.heldout) & set(public.valid + public.heldout)
+    for name in ("valid", "heldout"):
+        path = tmp_path / "a" / f"{name}.json"
+        document = json.loads(path.read_text())
+        assert document["generator"] == {"kind": "private", "size": len(getattr(first, name))}
+        assert len(document["nonce"]) == 64 and "seed" not in document["generator"]
+        assert path.stat().st_mode & 0o777 == 0o600
+        digest = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        assert first.hashes[f"data_{name}_hash"] == digest
+    assert (tmp_path / "a" / "train.json").stat().st_mode & 0o777 == 0o644
+    assert not make_splits("toy", tmp_path / "c", seed=0, **SIZES).private
+
+
+def test_a_split_with_one_private_hidden_file_is_refused(tmp_path):
+    make_splits("toy", tmp_path / "p", private=True, **SIZES)
+    make_splits("toy", tmp_path / "q", **SIZES)
+    (tmp_path / "q" / "valid.json").write_bytes((tmp_path / "p" / "valid.json").read_bytes())
+    with pytest.raises(SplitError, match="private"):
+        load_splits(tmp_path / "q", "toy")
+
+
+SIZES = {"train_size": 5, "valid_size": 4, "heldout_size": 6}

@@ -231,3 +231,13 @@ def test_exact_pattern_matches_only_the_given_strings():
     assert pattern.fullmatch("runs/a.b/x") and pattern.fullmatch("runs/c")
     assert not pattern.fullmatch("runs/aXb/x")
     assert not re.compile(exact_pattern([])).fullmatch("")
+
+
+def test_data_private_selects_os_drawn_splits(tmp_path):
+    path = tmp_path / "p-suite.toml"
+    path.write_text(
+        "[suite]\nroot='runs/p'\nname='p'\n[data]\nprivate=true\n"
+        "[[run]]\nenv='toy'\nbudget=1\ndata='data/p'\n[[agent]]\nkind='builtin:random'\n"
+    )
+    (request,) = load_suite(path).data_requests()
+    assert request.private and request.root == Path("data/p")

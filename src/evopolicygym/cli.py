@@ -100,10 +100,13 @@ def cmd_data_make(args: argparse.Namespace) -> int:
     from evopolicygym.envs import get_env
 
     spec = get_env(args.env, bulk=args.bulk)
+    if args.private and args.seed is not None:
+        raise SystemExit("--private draws every seed from the operating system; drop --seed")
     splits = make_splits(
         spec.id,
         Path(args.root),
-        seed=args.seed,
+        seed=args.seed or 0,
+        private=args.private,
         train_size=args.train_size or spec.train_cases,
         valid_size=args.valid_size or spec.valid_size,
         heldout_size=args.heldout_size or spec.heldout_size,
@@ -117,6 +120,7 @@ def cmd_data_make(args: argparse.Namespace) -> int:
                 "train": len(splits.train),
                 "valid": len(splits.valid),
                 "heldout": len(splits.heldout),
+                "private": splits.private,
                 "versions": splits.hashes,
             },
             sort_keys=True,
@@ -125,10 +129,57 @@ def cmd_data_make(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_agents_check(args: argparse.Namespace) -> int:
+    from evopolicygym.agents import check_agent
+
+    binaries = {}
+    for item in args.binary or []:
+        kind, _, path = item.partition("=")
+        if kind not in ("codex", "claude", "kimi") or not path:
+            raise SystemExit(
+                f"--binary takes KIND=PATH with KIND codex, claude or kimi, not {item!r}"
+            )
+        binaries[kind] = path
+    kinds = args.kind or ["codex", "claude", "kimi"]
+    results = []
+    for kind in kinds:
+        if not args.json:
+            print(f"checking {kind}...", file=sys.stderr, flush=True)
+        results.append(
+            check_agent(
+                kind,
+                binary=binaries.get(kind, ""),
+                session=not args.no_session,
+                timeout=args.timeout,
+            )
+        )
+    if args.json:
+        print(json.dumps([r.model_dump() for r in results], indent=2))
+    else:
+        for r in results:
+            session = {None: "not tried", True: "ok", False: "FAILED"}[r.session]
+            print(
+                f"{r.kind:7} {'found ' + r.path if r.path else 'NOT FOUND (' + r.binary + ')'}"
+                f"\n        version: {r.version or '-'}\n        one-turn session: {session}"
+                + (f" ({r.session_id})" if r.session_id else "")
+            )
+            if r.detail:
+                print(f"        problem: {r.detail}")
+            if r.advice:
+                print(f"        to fix: {r.advice}")
+    return 0 if all(r.ok for r in results) else 1
+
+
 def cmd_suite(args: argparse.Namespace) -> int:
     from evopolicygym.suites import load_suite
     from evopolicygym.workflow import run_suite_workflow
 
+    if args.check:
+        from evopolicygym.preflight import require_ready
+
+        require_ready([load_suite(Path(args.config))])
+        print(f"{args.config}: every agent and environment is ready", file=sys.stderr)
+        return 0
     if args.list:
         for job in load_suite(Path(args.config)).jobs:
             print(f"{job.name}\t{job.env}\t{job.agent_label}\t{job.root}")
@@ -276,6 +327,12 @@ def _add_run(commands: Commands) -> None:
         "--agent", help="command | codex | claude | kimi | builtin:random | builtin:hillclimb"
     )
     agent.add_argument("--agent-name", help="log and session name")
+    agent.add_argument(
+        "--agent-jail",
+        choices=["auto", "on", "off"],
+        help="run the agent inside bubblewrap, seeing only its workspace, CLI and configuration "
+        "(default auto: where bubblewrap works)",
+    )
     agent.add_argument("--limit", type=int, help="turn limit (default: the budget)")
     agent.add_argument("--retries", type=int, help="extra attempts per failed turn")
     agent.add_argument(
@@ -287,6 +344,35 @@ def _add_run(commands: Commands) -> None:
         help="after --: the command agent's argv, or the CLI binary and extra args",
     )
     run.set_defaults(handler=cmd_run)
+
+
+def _add_agents(commands: Commands) -> None:
+    """``agents check``: is each agent CLI usable here?"""
+    agents = commands.add_parser("agents", help="agent CLIs").add_subparsers(
+        dest="agents_command", metavar="ACTION", required=True
+    )
+    agents_check = agents.add_parser(
+        "check",
+        help="is each agent CLI installed, which version, does a one-turn session work?",
+        description="For the codex, claude and kimi adapters: find the CLI on PATH, print its "
+        "--version, and run one no-op turn (the CLI must be logged in and reach its model; no "
+        "judge is involved and nothing is submitted). Prints what to do about each failure; "
+        "exits 1 when any checked CLI is not usable.",
+    )
+    agents_check.add_argument(
+        "--kind", action="append", choices=["codex", "claude", "kimi"], help="check only these"
+    )
+    agents_check.add_argument(
+        "--binary", action="append", metavar="KIND=PATH", help="use this binary for KIND"
+    )
+    agents_check.add_argument(
+        "--no-session", action="store_true", help="only look for the binary and its version"
+    )
+    agents_check.add_argument(
+        "--timeout", type=float, default=180.0, help="seconds for the one-turn session (180)"
+    )
+    agents_check.add_argument("--json", action="store_true", help="print the results as JSON")
+    agents_check.set_defaults(handler=cmd_agents_check)
 
 
 def _add_verify(commands: Commands) -> None:
@@ -316,7 +402,14 @@ def _add_data(commands: Commands) -> None:
     make.add_argument("--env", required=True, help="environment id")
     make.add_argument("--bulk", action="store_true", help="allow gymnasium/<id> ids")
     make.add_argument("--root", required=True, help="directory for the three files")
-    make.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
+    make.add_argument("--seed", type=int, help="master seed (default 0: the public protocol)")
+    make.add_argument(
+        "--private",
+        action="store_true",
+        help="draw every seed from the operating system's randomness (no master seed): nobody "
+        "can compute the hidden cases; the hidden files are mode 0600 and hold a nonce, so "
+        "their SHA-256 in run.json is a commitment",
+    )
     make.add_argument("--train-size", type=int, help="default: the env's train_cases")
     make.add_argument("--valid-size", type=int, help="default: the env's valid_size")
     make.add_argument("--heldout-size", type=int, help="default: the env's heldout_size")
@@ -344,6 +437,12 @@ def _add_suite(commands: Commands) -> None:
         "--list",
         action="store_true",
         help="print the suite's jobs (name, env, agent, run directory) and exit",
+    )
+    suite.add_argument(
+        "--check",
+        action="store_true",
+        help="only run the preflight the workflow runs before scheduling: every agent CLI on "
+        "PATH, every environment buildable",
     )
     suite.set_defaults(handler=cmd_suite)
 
@@ -492,6 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_run(commands)
     _add_verify(commands)
+    _add_agents(commands)
     _add_data(commands)
     _add_suite(commands)
     _add_report(commands)
@@ -507,10 +607,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    from evopolicygym.agents import AgentCommandError
+    from evopolicygym.agents import AgentCommandError, JailUnavailable
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
     from evopolicygym.judge import IntegrityError, JournalCorrupt
+    from evopolicygym.preflight import PreflightError
     from evopolicygym.readiness.calibration import CalibrationError
     from evopolicygym.run_config import RunConfigError
     from evopolicygym.run_lock import RunLockedError
@@ -534,6 +635,8 @@ def main(argv: list[str] | None = None) -> int:
         MissingExtraError,
         UnknownEnvironmentError,
         RunLockedError,
+        PreflightError,
+        JailUnavailable,
         IsolationUnavailable,
         JournalCorrupt,
         IntegrityError,

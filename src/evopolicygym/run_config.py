@@ -66,6 +66,8 @@ class RunFlags:
     """``[agent] kind``."""
     agent_name: str | None = None
     """``[agent] name``."""
+    agent_jail: str | None = None
+    """``[agent] jail``: the agent jail (auto, on, off)."""
     limit: int | None = None
     """``[agent] limit``: turn limit."""
     retries: int | None = None
@@ -103,6 +105,7 @@ _RUN_KEYS = (
 )
 _AGENT_KEYS = (
     ("agent_name", "name"),
+    ("agent_jail", "jail"),
     ("limit", "limit"),
     ("retries", "retries"),
     ("retry_backoff", "retry_backoff"),

@@ -11,7 +11,8 @@ Layout of ``<runs>/<model>/<env>/<exp_id>/`` (segments slugged)::
     workspace/               the agent's cwd: AGENTS.md, system/, feedback/submit_NNN/
     checkpoints/submit_NNN/  snapshot of system/ per submit (+ metrics.json)
     logs/                    harness.log (JSONL events), agent transcripts, worker logs
-    .judge/                  private: journal.jsonl, run_config.json, lock
+    agent_state/             the agent CLI's session stores when it runs in the agent jail
+    .judge/                  private: journal.jsonl, run_config.json, history.json, lock
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from evopolicygym.agents import Launch, agents_md_text, drive, make_harness
+from evopolicygym.agents import (
+    Launch,
+    Resume,
+    RunHistory,
+    agent_jail,
+    agents_md_text,
+    drive,
+    make_harness,
+)
 from evopolicygym.cases import CaseSplits, generate_splits, load_splits
 from evopolicygym.envs import EnvSpec, get_env
 from evopolicygym.judge import (
@@ -101,6 +110,11 @@ class RunPaths:
     @property
     def logs(self) -> Path:
         return self.root / "logs"
+
+    @property
+    def agent_state(self) -> Path:
+        """The agent CLI's session stores, bound into the agent jail (see agents/_jail.py)."""
+        return self.root / "agent_state"
 
     @property
     def private(self) -> Path:
@@ -276,38 +290,59 @@ def _drive_and_finish(
     config, spec, splits, paths, ledger, judge, events, settings, label, progress, plan
 ) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
-    started = time.monotonic()
-    agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name)
+    history = RunHistory.open(paths.private / "history.json")
     transcript = None  # no agent session when a resumed run has nothing left to spend
+    harness = make_harness(config.agent)
+    jail, jail_record = agent_jail(config.agent, harness, paths.workspace, paths.agent_state)
     if judge.phase == "open":
-        harness = make_harness(config.agent)
         with JudgeServer(judge, config.server.bind, config.server.port) as server:
             events(
                 "run.open",
-                url=server.url,
+                url=server.origin,  # the secret stays out of the logs
                 budget=settings.budget,
                 remaining=ledger.remaining,
                 resumed=ledger.next_index > 0,
             )
             progress(
-                f"[{label}] judge at {server.url}; {ledger.remaining}/{settings.budget} episodes left; agent {config.agent.kind}"
+                f"[{label}] judge at {server.origin}; {ledger.remaining}/{settings.budget} episodes left; agent {config.agent.kind}"
             )
+            previous = history.previous_session()
+            resume = None
+            if previous is not None:
+                resume = Resume(
+                    session=previous.resume_id,
+                    turns=history.total_turns(),
+                    n_submits=ledger.next_index,
+                    remaining_budget=ledger.remaining,
+                    budget=settings.budget,
+                )
+                events("agent.resume", session=previous.resume_id, turns=resume.turns)
             transcript = drive(
                 harness,
-                Launch(api_url=server.url, workspace=paths.workspace, logs=paths.logs),
+                Launch(
+                    api_url=server.url,
+                    workspace=paths.workspace,
+                    logs=paths.logs,
+                    resume=resume,
+                    jail=tuple(jail),
+                ),
                 done=lambda: judge.phase != "open",
                 limit=config.agent.limit or max(1, config.run.budget),
                 retries=config.agent.retries,
                 backoff=config.agent.retry_backoff,
                 log=lambda event, fields: events(event, **fields),
+                observer=history,
             )
-        agent_record = AgentRecord(
-            kind=config.agent.kind,
-            name=config.agent.name,
-            reason=transcript.reason,
-            turns=transcript.turns,
-            session=transcript.session,
-        )
+    previous = history.previous_session()
+    last = history.current.session or previous
+    agent_record = AgentRecord(
+        kind=config.agent.kind,
+        name=config.agent.name,
+        reason=transcript.reason if transcript else (last.reason if last else None),
+        session=transcript.session if transcript else (last.key if last else None),
+        **history.agent_totals(),
+    )
+    history.save()
     finalize_started = time.monotonic()
     if ledger.remaining > 0:
         unspent = f"{ledger.remaining} of {settings.budget} episodes unspent"
@@ -339,11 +374,12 @@ def _drive_and_finish(
         ledger,
         outcome,
         agent_record,
-        started,
+        history.total_wall_seconds(),
         finalize_started,
         settings,
         plan,
     )
+    record.isolation["agent"] = jail_record.model_dump()
     sealed = seal(
         load_key(paths.private, create=False), record.model_dump(mode="json"), ledger.head
     )
@@ -427,7 +463,17 @@ def _interpreter_change(judge: Judge, ledger: Ledger) -> str | None:
 
 
 def _record(
-    config, spec, splits, paths, ledger, outcome, agent, started, finalize_started, settings, plan
+    config,
+    spec,
+    splits,
+    paths,
+    ledger,
+    outcome,
+    agent,
+    wall_seconds,
+    finalize_started,
+    settings,
+    plan,
 ) -> RunRecord:
     end = utc_now()
     versions = {
@@ -435,6 +481,8 @@ def _record(
         "env_version": spec.version,
         "agents_md_hash": _sha256(paths.agents_md.read_bytes()),
         **splits.hashes,
+        # private: seeds from the OS, hashes are commitments; public: computable from a seed
+        "case_protocol": "private" if splits.private else "public",
     }
     gymnasium_version = _package_version("gymnasium")
     if gymnasium_version:
@@ -461,7 +509,7 @@ def _record(
         timing=Timing(
             start_time=ledger.opened_at or end,
             end_time=end,
-            wall_time_seconds=round(time.monotonic() - started, 3),
+            wall_time_seconds=wall_seconds,  # every start of the run, resumes included
             finalize_seconds=round(time.monotonic() - finalize_started, 3),
         ),
         outcome=outcome,

@@ -7,7 +7,7 @@ File layout (reference section 5.2, plus Snakemake resources and an optional ``[
 
     [suite]              root (required), name, slug, repeats, jobs, retries, threads, mem_mb,
                          runtime
-    [data]               optional: seed, train_size, valid_size, heldout_size -- the ``data``
+    [data]               optional: seed or private, train_size, valid_size, heldout_size -- the ``data``
                          rule then generates every split directory a ``[[run]]`` names in ``data``
     [[run]]              keys of a run config's [run] table (env, budget, model, data, ...)
     [[agent]]            keys of a run config's [agent] table (kind, name, model, retries, ...)
@@ -88,6 +88,11 @@ class DataSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seed: int = Field(0, ge=0, description="Master seed of the split generator.")
+    private: bool = Field(
+        False,
+        description="Draw the seeds from the operating system instead (data make --private): "
+        "hidden cases nobody can compute; run.json keeps a commitment. seed is then unused.",
+    )
     train_size: int = Field(PUBLISHED_SPLIT.train, gt=0, description="Visible train cases.")
     valid_size: int = Field(PUBLISHED_SPLIT.valid, gt=0, description="Hidden validation cases.")
     heldout_size: int = Field(PUBLISHED_SPLIT.heldout, gt=0, description="Hidden held-out cases.")
@@ -126,6 +131,7 @@ class DataRequest(BaseModel):
     env: str
     bulk: bool
     seed: int
+    private: bool = False
     train_size: int
     valid_size: int
     heldout_size: int

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evopolicygym.agents import AgentCommandError, Launch, drive, make_harness
+from evopolicygym.agents import AgentCommandError, Launch, Resume, drive, make_harness
 from evopolicygym.protocol import AgentSection
 from fake_agent_clis import install_fake_cli
 
@@ -70,7 +70,8 @@ def test_codex_argv_resume_and_session_discovery(tmp_path, launch, record):
     assert calls[0]["argv"] == [*common, "--profile", "bench", "first prompt"]
     assert calls[1]["argv"] == [*common, "resume", "--profile", "bench", thread, "second prompt"]
     assert second.data["codex_session"] == thread and session.key == f"codex:{thread}"
-    assert first.text == "codex turn done (12 chars): no judge contacted"
+    assert first.text == f"codex turn 1 of {thread} (12 chars): no judge contacted"
+    assert second.text.startswith(f"codex turn 2 of {thread}")
     assert first.data["usage"]["output_tokens"] == 5
     assert (first.stop, first.data["exit_code"], first.data["timed_out"]) == (False, 0, False)
     assert calls[0]["stdin"] == "" and calls[0]["cwd"] == str(launch.workspace)
@@ -82,7 +83,7 @@ def test_codex_argv_resume_and_session_discovery(tmp_path, launch, record):
     assert json.loads(files["command.json"]) == [binary, *calls[1]["argv"]]
     assert '"thread.started"' in files["stream.jsonl"]
     assert "fake codex starting" in files["stderr.txt"]
-    assert "## response\ncodex turn done" in files["txt"] and "exit_code: 0" in files["txt"]
+    assert "## response\ncodex turn 2 of" in files["txt"] and "exit_code: 0" in files["txt"]
 
 
 def test_codex_bypass_replaces_sandbox_and_approval(tmp_path, launch, record):
@@ -107,8 +108,9 @@ def test_claude_prompt_on_stdin_resume_cost_and_turns(tmp_path, launch, record):
     assert [c["stdin"] for c in calls] == ["first prompt", "second prompt"]
     assert calls[1]["env"]["EVOPOLICYGYM_SESSION"] == session_id
     assert second.data["claude_session"] == session_id and session.key == f"claude:{session_id}"
-    assert first.text == "claude turn done (12 chars): no judge contacted"
+    assert first.text == f"claude turn 1 of {session_id} (12 chars): no judge contacted"
     assert first.data["cost_usd"] == 0.0125 and first.data["inner_turns"] == 3
+    assert first.data["usage"]["output_tokens"] == 9
 
 
 def test_claude_default_tools(tmp_path, launch, record):
@@ -134,7 +136,7 @@ def test_kimi_session_from_its_index_then_resumed_with_S(tmp_path, launch, recor
         "-p",
         "second prompt",
     ]
-    assert first.text == "kimi turn done (12 chars): no judge contacted"
+    assert first.text == f"kimi turn 1 of {session_id} (12 chars): no judge contacted"
     assert first.data["tool_calls"] == 1
     assert session.key == f"kimi:{session_id}"
 
@@ -193,3 +195,48 @@ def test_closed_session_refuses_turns(tmp_path, launch, record):
     session.close()
     with pytest.raises(AgentCommandError, match="closed"):
         session.step("late")
+
+
+@pytest.mark.parametrize(
+    ("kind", "flag"), [("codex", "resume"), ("claude", "--resume"), ("kimi", "-S")]
+)
+def test_a_resumed_run_continues_the_cli_session(tmp_path, launch, record, kind, flag):
+    harness = harness_for(kind, tmp_path)
+    session = harness.start(launch)
+    try:
+        first = session.step("first prompt")
+    finally:
+        session.close()
+    own_id = session.resume_id
+    assert own_id and first.text.startswith(f"{kind} turn 1 of {own_id}")
+    resumed = launch.model_copy(update={"resume": Resume(session=own_id, turns=1)})
+    later = harness.start(resumed)
+    try:
+        reply = later.step(resumed.first_prompt())
+    finally:
+        later.close()
+    assert reply.text.startswith(f"{kind} turn 2 of {own_id}") and reply.data["exit_code"] == 0
+    argv = record()[-1]["argv"]
+    assert flag in argv and own_id in argv
+    # Turn numbers go on, so the first start's log files are kept.
+    assert "interrupted" in turn_files(launch, kind, 1)["prompt.txt"]
+    assert turn_files(launch, kind, 0)["prompt.txt"] == "first prompt"
+
+
+@pytest.mark.parametrize("kind", ["codex", "claude", "kimi"])
+def test_resuming_a_session_the_cli_does_not_have_fails_like_the_real_cli(
+    tmp_path, launch, record, kind
+):
+    resumed = launch.model_copy(update={"resume": Resume(session="gone-123", turns=4)})
+    session = harness_for(kind, tmp_path).start(resumed)
+    try:
+        reply = session.step("hello")
+    finally:
+        session.close()
+    assert reply.stop and reply.data["exit_code"] == 1
+    assert "no session found for gone-123" in turn_files(launch, kind, 4)["stderr.txt"]
+
+
+def test_cli_turns_have_a_default_timeout(tmp_path):
+    harness = harness_for("codex", tmp_path)
+    assert harness.options.turn_timeout == 7200.0

@@ -149,27 +149,56 @@ def test_missing_program_is_a_clear_error(launch):
         harness.start(launch)
 
 
-def test_turn_timeout_replies_timed_out_and_drops_the_late_answer(tmp_path, launch):
-    source = """
-    import json, sys, time
+def test_turn_timeout_kills_the_group_and_a_new_process_resumes(tmp_path, launch):
+    marker = tmp_path / "child.pid"
+    source = f"""
+    import json, os, subprocess, sys, time
     for line in sys.stdin:
-        turn = json.loads(line)["turn"]
-        if turn == 0:
-            time.sleep(1.0)
-        print(json.dumps({"text": f"answer to {turn}"}), flush=True)
+        prompt = json.loads(line)
+        if prompt["turn"] == 0:
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            open({str(marker)!r}, "w").write(str(child.pid))
+            time.sleep(60)
+        print(json.dumps({{"text": f"{{prompt['type']}} {{prompt['turn']}}", "data": {{"pid": os.getpid()}}}}), flush=True)
     """
-    session = CommandHarness(agent(tmp_path, source), turn_timeout=0.3).start(launch)
+    session = CommandHarness(agent(tmp_path, source), turn_timeout=1.0).start(launch)
     try:
-        late = session.step("slow")
-        assert late.data == {"timed_out": True, "timeout_seconds": 0.3}
-        assert late.needs_retry()
-        time.sleep(0.9)
-        answer = session.step("fast")
+        hung = session.step("slow")
+        assert hung.data == {"timed_out": True, "timeout_seconds": 1.0}
+        assert hung.needs_retry()
+        child = int(marker.read_text())
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _alive(child):
+            time.sleep(0.05)
+        assert not _alive(child)  # the turn's whole group is gone
+        answer = session.step("again")
+        following = session.step("more")
     finally:
         session.close()
-    assert answer.text == "answer to 1"
+    assert (answer.text, following.text) == ("resume 1", "prompt 2")
+    assert answer.data["pid"] == following.data["pid"]
     kinds = [row["kind"] for row in transcript_rows(launch)]
-    assert "timeout" in kinds and "late" in kinds
+    assert kinds[:5] == ["prompt", "timeout", "restart", "resume", "stdout"]
+
+
+def test_a_resumed_run_starts_the_command_agent_with_a_resume_line(tmp_path, launch):
+    from evopolicygym.agents import Resume
+
+    source = """
+    import json, sys
+    for line in sys.stdin:
+        prompt = json.loads(line)
+        print(json.dumps({"text": f"{prompt['type']} {prompt['turn']}"}), flush=True)
+    """
+    resumed = launch.model_copy(update={"resume": Resume(turns=5, remaining_budget=3, budget=8)})
+    session = CommandHarness(agent(tmp_path, source)).start(resumed)
+    try:
+        first = session.step(resumed.first_prompt())
+        second = session.step("go on")
+    finally:
+        session.close()
+    assert (first.text, second.text) == ("resume 5", "prompt 6")
+    assert "3 of 8 episodes remain" in transcript_rows(launch)[0]["message"]
 
 
 def test_close_stops_a_stubborn_agent_and_its_children(tmp_path, launch):

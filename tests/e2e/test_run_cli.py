@@ -231,3 +231,29 @@ def test_sigterm_stops_every_process_and_the_run_resumes(tmp_path):
     record = json.loads((root / "run.json").read_text())
     assert record["budget"]["used"] == 8
     assert [s["index"] for s in record["submits"]] == list(range(len(record["submits"])))
+
+
+def test_a_run_on_private_splits_records_their_commitments(tmp_path):
+    made = evopolicygym(
+        "data", "make", "--env", "toy", "--root", "data", "--private", "--train-size", "8",
+        "--valid-size", "4", "--heldout-size", "4", cwd=tmp_path,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["private"] is True
+    refused = evopolicygym(
+        "data", "make", "--env", "toy", "--root", "d2", "--private", "--seed", "3", cwd=tmp_path
+    )
+    assert refused.returncode != 0 and "drop --seed" in refused.stderr
+    result = evopolicygym(
+        "run", "--env", "toy", "--root", "run", "--data", "data", "--budget", "2",
+        "--agent", "builtin:random", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    versions = json.loads((tmp_path / "run" / "run.json").read_text())["versions"]
+    assert versions["case_protocol"] == "private"
+    assert versions["data_heldout_hash"] == json.loads(made.stdout)["versions"]["data_heldout_hash"]
+    seeds = [
+        c["seed"] for c in json.loads((tmp_path / "data" / "heldout.json").read_text())["cases"]
+    ]
+    written = b"".join(p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file())
+    assert not any(str(seed).encode() in written for seed in seeds)

@@ -224,3 +224,26 @@ def test_workflow_files_are_snakefmt_formatted():
         timeout=120,
     )
     assert check.returncode == 0, check.stderr
+
+
+@pytest.mark.slow
+def test_a_suite_whose_agent_cli_is_missing_stops_before_any_job(tmp_path):
+    path_without_codex = os.pathsep.join(
+        p for p in ENV["PATH"].split(os.pathsep) if not (Path(p) / "codex").exists()
+    )
+    started = time.perf_counter()
+    result = subprocess.run(
+        [*SNAKEMAKE, "--directory", str(tmp_path), "suite_main128_codex", "--cores", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**ENV, "PATH": path_without_codex},
+    )
+    elapsed = time.perf_counter() - started
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "preflight failed; no job was scheduled" in output
+    assert "agent CLI 'codex' (codex) not found on PATH" in output
+    assert not (tmp_path / "data").exists() and not (tmp_path / "runs").exists()
+    assert "rule data" not in output and "localrule data" not in output
+    print(f"preflight of 16 environments and 1 agent: {elapsed:.1f} s")

@@ -199,3 +199,163 @@ def test_finalize_resumes_from_journaled_validation_scores(live_judge):
     valid = live_judge.judge.settings.splits.valid
     assert selection.val_scores[1] == sum(s % 8 for s in valid) / len(valid)
     assert sorted(live_judge.judge.ledger.validation) == [0, 1]
+
+
+def raw_http(url: str, method: str, path: str, body: bytes = b"", headers: dict | None = None):
+    """One request over a plain socket, so that the Host header is ours to choose."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for name, value in {"Host": parts.netloc, **(headers or {})}.items():
+            connection.putheader(name, value)
+        connection.putheader("Content-Length", str(len(body)))
+        connection.endheaders(body)
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"null")
+    finally:
+        connection.close()
+
+
+def unchanged(live_judge) -> bool:
+    ledger = live_judge.judge.ledger
+    return ledger.remaining == 6 and ledger.next_index == 0 and not ledger.submits
+
+
+def test_every_url_needs_the_run_secret(live_judge):
+    write_policy(live_judge.paths.system, constant_policy(1))
+    secret = live_judge.url.rsplit("/", 1)[1]
+    assert len(secret) >= 24
+    submit = json.dumps({"env_instances": [0]}).encode()
+    json_type = {"Content-Type": "application/json"}
+    for method, path, body in [
+        ("GET", "/info", b""),
+        ("GET", "/task", b""),
+        ("GET", "/health", b""),
+        ("POST", "/submit", submit),
+        ("POST", f"/{secret[:-1]}/submit", submit),
+        ("POST", f"/{secret}x/submit", submit),
+        ("POST", f"/x/{secret}/submit", submit),
+    ]:
+        status, answer = raw_http(live_judge.url, method, path, body, json_type)
+        assert status == 401, path
+        assert (
+            answer["status"] == "unauthorized" and "EVOPOLICYGYM_API" in answer["error"]["message"]
+        )
+    assert unchanged(live_judge)
+    assert not (live_judge.paths.feedback / "submit_000").exists()
+    # The same request with the secret is judged.
+    assert raw_http(live_judge.url, "POST", f"/{secret}/submit", submit, json_type)[0] == 200
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example.com", "evil.example.com:{port}", "127.0.0.1:1", "", "10.0.0.1:{port}"]
+)
+def test_a_foreign_host_is_refused_even_with_the_secret(live_judge, host):
+    write_policy(live_judge.paths.system, constant_policy(1))
+    port = live_judge.url.split(":")[2].split("/")[0]
+    path = "/" + live_judge.url.split("/", 3)[3] + "/submit"
+    status, answer = raw_http(
+        live_judge.url,
+        "POST",
+        path,
+        json.dumps({"env_instances": [0]}).encode(),
+        {"Host": host.format(port=port), "Content-Type": "application/json"},
+    )
+    assert (status, answer["status"]) == (403, "forbidden_host")
+    assert unchanged(live_judge)
+
+
+def test_localhost_names_the_judge_too(live_judge):
+    port = live_judge.url.split(":")[2].split("/")[0]
+    path = "/" + live_judge.url.split("/", 3)[3] + "/health"
+    for host in (f"localhost:{port}", f"LOCALHOST:{port}", f"127.0.0.1:{port}"):
+        assert raw_http(live_judge.url, "GET", path, headers={"Host": host})[0] == 200
+
+
+def test_task_lists_the_urls_with_the_secret(live_judge):
+    task = live_judge.request("GET", "/task").body
+    assert f"POST {live_judge.url}/submit" in task and f"GET {live_judge.url}/info" in task
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "code", "reason"),
+    [
+        (
+            b'{"env_instances": ' + b"[" * 30_000 + b"]" * 30_000 + b"}",
+            400,
+            "bad_request",
+            "deeper",
+        ),
+        (b"[" * 40 + b"]" * 40, 400, "bad_request", "deeper"),
+        (b'{"env_instances": "\\u0663"}', 400, "budget_invalid", "ASCII"),
+        ('{"env_instances": "\u0663"}'.encode(), 400, "budget_invalid", "ASCII"),
+        (b'{"env_instances": "1_000"}', 400, "budget_invalid", "ASCII"),
+        (b'{"env_instances": "\\u00a01"}', 400, "budget_invalid", "ASCII"),
+        (b'{"env_instances": "99999999999"}', 400, "budget_invalid", "10 digits"),
+        (b'{"env_instances": "0-' + b"9" * 5000 + b'"}', 400, "budget_invalid", "10 digits"),
+        (b'{"env_instances": [' + b"9" * 5000 + b"]}", 400, "bad_request", "not valid JSON"),
+        (b'{"env_instances": [99999999999]}', 400, "budget_invalid", "10 digits"),
+        (b'{"env_instances": [true]}', 400, "budget_invalid", "True"),
+        (b'{"env_instances": [1.0]}', 400, "budget_invalid", "1.0"),
+        (b'{"env_instances": ["1"]}', 400, "budget_invalid", "'1'"),
+        (b'{"env_instances": [-1]}', 400, "budget_invalid", "negative"),
+        (b'{"env_instances": null}', 400, "budget_invalid", "NoneType"),
+        (b'{"env_instances": "3-1"}', 400, "budget_invalid", "below start"),
+        (b'{"env_instances": ""}', 400, "budget_invalid", "empty"),
+        (b'{"env_instances": [0], "env_instances2": 1}', 400, "bad_request", "unknown field"),
+        (b"\xff\xfe", 400, "bad_request", "not valid JSON"),
+        (b"", 400, "bad_request", "not valid JSON"),
+    ],
+)
+def test_hostile_bodies_get_a_reason_and_cost_nothing(live_judge, raw, status, code, reason):
+    response = live_judge.request("POST", "/submit", raw=raw)
+    assert (response.status, response.body["status"]) == (status, code)
+    assert reason in response.body["error"]["message"]
+    assert unchanged(live_judge)
+
+
+def test_a_huge_range_is_a_cheap_reject_that_stores_its_reason_not_its_ids(live_judge):
+    response = live_judge.submit("0-999999")
+    assert (response.status, response.body["status"]) == (400, "budget_invalid")
+    assert "1000000 episodes requested" in response.body["summary"]["message"]
+    assert response.body["summary"]["env_instances"] == []
+    on_disk = sum(
+        path.stat().st_size
+        for root in (live_judge.paths.feedback, live_judge.paths.private)
+        for path in root.rglob("*")
+        if path.is_file()
+    )
+    assert on_disk < 4096
+    assert live_judge.judge.ledger.remaining == 6
+
+
+def test_a_client_that_hangs_up_while_queued_is_not_charged(live_judge):
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    write_policy(live_judge.paths.system, constant_policy(1))
+    parts = urlsplit(live_judge.url)
+    body = json.dumps({"env_instances": [0, 1]}).encode()
+    head = (
+        f"POST {parts.path}/submit HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    log = live_judge.paths.logs / "harness.log"
+    with live_judge.judge._lock:  # as if another submit were running
+        client = socket.create_connection((parts.hostname, parts.port))
+        client.sendall(head + body)
+        time.sleep(0.5)  # the request is read and queued behind the lock
+        client.close()
+    deadline = time.monotonic() + 30
+    seen = lambda: log.exists() and "submit.abandoned" in log.read_text()  # noqa: E731
+    while time.monotonic() < deadline and not seen():
+        time.sleep(0.05)
+    assert seen()
+    assert unchanged(live_judge)
+    assert not (live_judge.paths.checkpoints / "submit_000").exists()
+    assert live_judge.submit([0]).status == 200  # the next client is served as usual

@@ -43,8 +43,10 @@ class ClaudeSession(CliSession):
 
     def command(self, message: str, turn: int) -> tuple[list[str], bool]:
         argv = [self.options.binary, "--print", "--output-format", "stream-json", "--verbose"]
-        if turn > 0:
-            argv += ["--resume", self.session_id] if self.session_id else ["--continue"]
+        if self.session_id:
+            argv += ["--resume", self.session_id]
+        elif self.continues(turn):
+            argv.append("--continue")
         argv += ["--permission-mode", self.harness.permission]
         argv += ["--allowedTools", ",".join(self.harness.tools)]
         if self.options.model:
@@ -79,6 +81,8 @@ class ClaudeSession(CliSession):
             "cost_usd": last.get("total_cost_usd"),
             "inner_turns": last.get("num_turns"),
         }
+        if isinstance(last.get("usage"), dict):
+            data["usage"] = last["usage"]
         if last.get("is_error"):
             data["error"] = str(last.get("result") or last.get("subtype") or "error")
         return data

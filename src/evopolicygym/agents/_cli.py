@@ -25,7 +25,7 @@ from typing import Any
 from ._command import AgentCommandError
 from ._launch import Launch
 from ._process import signal_group
-from ._session import Reply
+from ._session import DEFAULT_TURN_TIMEOUT, Reply
 
 # Exit code reported for a turn killed by its timeout (what coreutils `timeout` uses).
 TIMEOUT_EXIT_CODE = 124
@@ -52,7 +52,7 @@ class CliOptions:
     name: str
     model: str = ""
     args: list[str] = field(default_factory=list)
-    turn_timeout: float | None = None
+    turn_timeout: float | None = DEFAULT_TURN_TIMEOUT
 
 
 class CliHarness(ABC):
@@ -86,14 +86,27 @@ class CliSession(ABC):
         self.launch = launch
         self.turns_dir = launch.logs / f"{self.options.name}_turns"
         self.turns_dir.mkdir(parents=True, exist_ok=True)
-        self.session_id: str | None = None
+        resume = launch.resume
+        # A resumed run continues the CLI's own session, numbering turns on from the last start.
+        self.session_id: str | None = resume.session if resume else None
+        self.first_turn = resume.turns if resume else 0
         self._label = uuid.uuid4().hex
-        self._turn = 0
+        self._turn = self.first_turn
         self._closed = False
 
     @property
     def key(self) -> str:
         return f"{self.options.name}:{self.session_id or self._label}"
+
+    @property
+    def resume_id(self) -> str | None:
+        """The CLI's own session id (what a resumed run continues), once known."""
+        return self.session_id
+
+    def continues(self, turn: int) -> bool:
+        """Whether turn ``turn`` continues an earlier turn of this start (when the CLI never
+        named its session, adapters then ask it for the latest one in the workspace)."""
+        return turn > self.first_turn
 
     @abstractmethod
     def command(self, message: str, turn: int) -> tuple[list[str], bool]:
@@ -128,7 +141,7 @@ class CliSession(ABC):
         prompt_path.write_text(message, encoding="utf-8")
         Path(f"{stem}.command.json").write_text(json.dumps(argv) + "\n", encoding="utf-8")
         output = run_turn_process(
-            argv,
+            [*self.launch.jail, *argv],
             cwd=self.launch.workspace,
             env=env,
             stdin_path=prompt_path if prompt_on_stdin else None,
@@ -193,8 +206,10 @@ def run_turn_process(
                 signal_group(proc, signal.SIGKILL)
                 proc.wait()
                 exit_code = TIMEOUT_EXIT_CODE
-            # A CLI may leave helpers (shells, language servers) behind in its group.
-            signal_group(proc, signal.SIGKILL)
+            finally:
+                # A CLI may leave helpers (shells, language servers) behind in its group; and a
+                # harness stopped mid-turn (SIGTERM, Ctrl-C) must not leave the turn running.
+                signal_group(proc, signal.SIGKILL)
     finally:
         if stdin_file is not None:
             stdin_file.close()

@@ -60,7 +60,7 @@ class CodexSession(CliSession):
             argv += ["--sandbox", h.sandbox, "--config", f'approval_policy="{h.approval}"']
         if self.options.model:
             argv += ["--model", self.options.model]
-        resumed = turn > 0
+        resumed = self.session_id is not None or self.continues(turn)
         if resumed:
             argv.append("resume")
         argv += self.options.args

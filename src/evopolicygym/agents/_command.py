@@ -5,6 +5,11 @@ One long-lived child process per run. Each turn the adapter writes one line
 JSON object from its stdout: ``{"turn": n, "text": "...", "stop": false, "data": {...}}``
 (every field optional). Anything else the child wants to say goes to stderr, which is appended
 to ``logs/<name>.stderr.txt``; the conversation is recorded in ``logs/<name>.jsonl``.
+
+The first line a process receives has ``"type": "resume"`` instead of ``"prompt"`` when it
+continues a run that an earlier process worked on: after the harness restarted an interrupted
+run, or after a turn overran ``turn_timeout``, which kills the process group (the turn counts as
+failed and is retried, by a fresh process, with the recovery prompt).
 """
 
 from __future__ import annotations
@@ -12,14 +17,15 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._launch import Launch
-from ._process import stop_group
-from ._session import Reply
+from ._process import signal_group, stop_group
+from ._session import DEFAULT_TURN_TIMEOUT, Reply
 
 # Seconds close() waits after closing stdin, then after SIGTERM, before SIGKILL.
 _CLOSE_GRACE_SECONDS = 1.0
@@ -34,8 +40,9 @@ class CommandHarness:
     """Starts one :class:`CommandSession` running ``argv``.
 
     ``turn_timeout`` (seconds) bounds how long one turn may take; a turn that overruns gets a
-    ``timed_out`` reply (which the loop retries) and the late answer, when it arrives, is
-    discarded. ``env`` is added to the inherited environment, below the launch variables.
+    ``timed_out`` reply (which the loop retries) and its process group is killed; the next turn
+    starts a new process with a ``resume`` line. ``env`` is added to the inherited environment,
+    below the launch variables.
     """
 
     def __init__(
@@ -43,7 +50,7 @@ class CommandHarness:
         argv: Sequence[str],
         *,
         name: str = "agent",
-        turn_timeout: float | None = None,
+        turn_timeout: float | None = DEFAULT_TURN_TIMEOUT,
         env: Mapping[str, str] | None = None,
     ) -> None:
         if not argv:
@@ -60,20 +67,37 @@ class CommandHarness:
 class CommandSession:
     """A running command agent; see the module docstring for the protocol."""
 
+    resume_id = None  # the process is the session: nothing to continue after it died
+
     def __init__(self, harness: CommandHarness, launch: Launch) -> None:
         self._name = harness.name
         self._timeout = harness.turn_timeout
+        self._argv = [*launch.jail, *harness.argv]
         launch.logs.mkdir(parents=True, exist_ok=True)
         self._stderr_path = launch.logs / f"{self._name}.stderr.txt"
         self._stderr = self._stderr_path.open("ab")
         self._transcript = (launch.logs / f"{self._name}.jsonl").open("a", encoding="utf-8")
+        self._cwd = launch.workspace
         # Unbuffered Python agents answer at once even when they forget to flush stdout.
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **harness.env, **launch.environ()}
+        self._env = {**os.environ, "PYTHONUNBUFFERED": "1", **harness.env, **launch.environ()}
+        self._turn = launch.resume.turns if launch.resume else 0
+        self._next_type = "resume" if launch.resume else "prompt"
+        self._exited = False
+        self._closed = False
+        try:
+            self._spawn()
+        except AgentCommandError:
+            self._stderr.close()
+            self._transcript.close()
+            raise
+        self.key = f"{self._name}:{self._proc.pid}"
+
+    def _spawn(self) -> None:
         try:
             self._proc = subprocess.Popen(
-                harness.argv,
-                cwd=launch.workspace,
-                env=env,
+                self._argv,
+                cwd=self._cwd,
+                env=self._env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
@@ -84,26 +108,23 @@ class CommandSession:
                 start_new_session=True,
             )
         except OSError as exc:
-            self._stderr.close()
-            self._transcript.close()
             raise AgentCommandError(
-                f"cannot start the agent command {harness.argv!r}: {exc}. "
+                f"cannot start the agent command {self._argv!r}: {exc}. "
                 "Check that the program exists and is executable."
             ) from exc
-        self.key = f"{self._name}:{self._proc.pid}"
         self._lines: queue.Queue[Any] = queue.Queue()
-        self._reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._reader = threading.Thread(
+            target=self._read_stdout, args=(self._proc, self._lines), daemon=True
+        )
         self._reader.start()
-        self._turn = 0
-        self._late = 0
-        self._exited = False
-        self._closed = False
+        self._killed = False
 
-    def _read_stdout(self) -> None:
-        assert self._proc.stdout is not None
-        for line in self._proc.stdout:
-            self._lines.put(line)
-        self._lines.put(_EOF)
+    @staticmethod
+    def _read_stdout(proc: subprocess.Popen, lines: queue.Queue) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(_EOF)
 
     def _record(self, row: dict[str, Any]) -> None:
         self._transcript.write(json.dumps(row, sort_keys=True, default=str) + "\n")
@@ -125,36 +146,41 @@ class CommandSession:
         the process has exited or prints something that is not a JSON object."""
         turn = self._turn
         self._turn += 1
+        if self._killed:  # the last turn overran its timeout: a new process takes over
+            self._spawn()
+            self._next_type = "resume"
+            self._record({"kind": "restart", "turn": turn, "pid": self._proc.pid})
         if self._exited:
             raise self._exited_error()
-        self._record({"kind": "prompt", "turn": turn, "message": message})
-        prompt = {"message": message, "turn": turn, "type": "prompt"}
+        kind, self._next_type = self._next_type, "prompt"
+        self._record({"kind": kind, "turn": turn, "message": message})
+        prompt = {"message": message, "turn": turn, "type": kind}
         try:
             assert self._proc.stdin is not None
             self._proc.stdin.write(json.dumps(prompt, sort_keys=True) + "\n")
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError) as exc:
             raise self._exited_error() from exc
-        while True:
-            try:
-                line = self._lines.get(timeout=self._timeout)
-            except queue.Empty:
-                self._late += 1
-                self._record({"kind": "timeout", "turn": turn, "seconds": self._timeout})
-                return Reply(turn=turn, data={"timed_out": True, "timeout_seconds": self._timeout})
-            if line is _EOF:
-                raise self._exited_error()
-            line = line.rstrip("\n")
-            self._record({"kind": "stdout", "turn": turn, "line": line})
-            payload = _parse_reply_line(line)
-            if self._late:
-                # The agent answers in order: this line belongs to a turn that timed out.
-                self._late -= 1
-                self._record({"kind": "late", "turn": turn})
-                continue
-            reply = _to_reply(payload, turn)
-            self._record({"kind": "reply", **reply.model_dump()})
-            return reply
+        try:
+            line = self._lines.get(timeout=self._timeout)
+        except queue.Empty:
+            self._record({"kind": "timeout", "turn": turn, "seconds": self._timeout})
+            self._kill()
+            return Reply(turn=turn, data={"timed_out": True, "timeout_seconds": self._timeout})
+        if line is _EOF:
+            raise self._exited_error()
+        line = line.rstrip("\n")
+        self._record({"kind": "stdout", "turn": turn, "line": line})
+        reply = _to_reply(_parse_reply_line(line), turn)
+        self._record({"kind": "reply", **reply.model_dump()})
+        return reply
+
+    def _kill(self) -> None:
+        """Kill the process group of a hung turn at once (it is not asked to stop)."""
+        signal_group(self._proc, signal.SIGKILL)
+        self._proc.wait()
+        self._reader.join(timeout=_CLOSE_GRACE_SECONDS)
+        self._killed = True
 
     def close(self) -> None:
         """Close stdin, then wait, SIGTERM, wait, SIGKILL the agent's process group."""

@@ -42,7 +42,7 @@ class KimiSession(CliSession):
         argv = [self.options.binary]
         if self.session_id:
             argv += ["-S", self.session_id]
-        elif turn > 0:
+        elif self.continues(turn):
             argv.append("-C")
         argv += ["--output-format", "stream-json"]
         if self.options.model:

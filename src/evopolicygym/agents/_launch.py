@@ -14,11 +14,29 @@ CONTINUE_PROMPT = (
 )
 
 
+class Resume(BaseModel):
+    """What a resumed run tells the agent's continued session.
+
+    ``session`` is the agent CLI's own session id from the previous start (None for the command
+    agent, whose process died with the harness, or when the CLI never named one); ``turns`` is how
+    many turns the earlier starts sent, so turn numbers (and log file names) go on from there.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    session: str | None = None
+    turns: int = 0
+    n_submits: int = 0
+    remaining_budget: int = 0
+    budget: int = 0
+
+
 class Launch(BaseModel):
     """The facts an agent session starts from.
 
     ``workspace`` becomes the agent's working directory; ``logs`` is the run's private log
-    directory, where adapters write transcripts. Neither the run root nor ``logs`` is ever
+    directory, where adapters write transcripts. ``jail`` is a command prefix (``bwrap ... --``,
+    see :class:`Jail`) put before every agent process; empty: no jail. Neither the run root nor ``logs`` is ever
     revealed to the agent: :meth:`environ` exports only workspace paths and URLs, and the
     prompts contain the URLs but no absolute path.
     """
@@ -28,6 +46,8 @@ class Launch(BaseModel):
     api_url: str
     workspace: Path
     logs: Path
+    resume: Resume | None = None
+    jail: tuple[str, ...] = ()
 
     @property
     def base_url(self) -> str:
@@ -73,6 +93,31 @@ class Launch(BaseModel):
                 "Keep submitting small batches and improving until GET /info reports "
                 "state.is_finalized = true. The judge finalizes the run by itself when the budget "
                 "is spent; there is no /finalize call for you.",
+            ]
+        )
+
+    def first_prompt(self) -> str:
+        """The session's first message: the resume prompt when continuing, else the initial one."""
+        return self.resume_prompt() if self.resume is not None else self.initial_prompt()
+
+    def resume_prompt(self) -> str:
+        """First message after the harness restarted an interrupted run."""
+        resume = self.resume or Resume()
+        url = self.base_url
+        return "\n".join(
+            [
+                "Continue the same benchmark run. The harness was interrupted and has restarted "
+                f"it: {resume.n_submits} submits were judged so far and "
+                f"{resume.remaining_budget} of {resume.budget} episodes remain.",
+                "The judge now listens at a new address; use only these URLs from now on "
+                "(they are also in the EVOPOLICYGYM_* environment variables):",
+                f"- GET {url}/info",
+                f"- GET {url}/task",
+                f"- POST {url}/submit",
+                "A submit that was running when the harness stopped may have been judged or not: "
+                "check feedback/ and GET /info before you submit again. Everything else is as "
+                "before: AGENTS.md, system/, feedback/. Keep improving and submitting until "
+                "GET /info reports state.is_finalized = true. There is no /finalize call for you.",
             ]
         )
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 from ._launch import Launch
-from ._session import AgentHarness, AgentSession, Reply, Transcript
+from ._session import AgentHarness, AgentSession, Reply, SessionObserver, Transcript
 
 Log = Callable[[str, dict], None]
 
@@ -23,6 +23,7 @@ def drive(
     retries: int = 0,
     backoff: float = 1.0,
     log: Log | None = None,
+    observer: SessionObserver | None = None,
 ) -> Transcript:
     """Run the agent until the run is done, the turn limit is reached or the session stops.
 
@@ -32,6 +33,10 @@ def drive(
     ``backoff * 2**attempt`` seconds, with the recovery prompt. ``log(event, fields)`` receives
     ``agent.retry`` and ``agent.retry.exhausted``. The session is always closed. Exceptions of
     ``harness.start`` propagate (the agent could not be launched at all).
+
+    The first message is :meth:`Launch.first_prompt` (the resume prompt when ``launch.resume``
+    is set). ``observer`` hears of the session's start, of every prompt sent (retries included)
+    and of the end, so that a run killed mid-turn still knows what its agent spent.
     """
     if limit < 1:
         raise ValueError(f"turn limit must be at least 1, got {limit}")
@@ -39,13 +44,18 @@ def drive(
     if done():
         return Transcript(reason="done", turns=0, session=None)
     session = harness.start(launch)
+    if observer is not None:
+        observer.session_started(session, resumed=launch.resume is not None)
+        session = _Observed(session, observer)
     replies: list[Reply] = []
 
     def finish(reason) -> Transcript:
+        if observer is not None:
+            observer.session_ended(reason)
         return Transcript(reason=reason, turns=len(replies), session=session.key, replies=replies)
 
     try:
-        message = launch.initial_prompt()
+        message = launch.first_prompt()
         for turn in range(limit):
             if done():
                 return finish("done")
@@ -120,3 +130,27 @@ def _wait_unless_done(seconds: float, done: Callable[[], bool]) -> bool:
         if left <= 0:
             return False
         time.sleep(min(left, _DONE_POLL_SECONDS))
+
+
+class _Observed:
+    """A session that reports every step to an observer."""
+
+    def __init__(self, session: AgentSession, observer: SessionObserver):
+        self._session = session
+        self._observer = observer
+
+    @property
+    def key(self) -> str:
+        return self._session.key
+
+    def step(self, message: str) -> Reply:
+        self._observer.turn_started()
+        reply = None
+        try:
+            reply = self._session.step(message)
+            return reply
+        finally:
+            self._observer.turn_ended(self._session, reply)
+
+    def close(self) -> None:
+        self._session.close()

@@ -8,6 +8,10 @@ from pydantic import BaseModel, Field
 
 from ._launch import Launch
 
+# Seconds one turn may take unless [agent] turn_timeout says otherwise: a hung CLI is killed
+# (with its process group) and the turn counts as failed and is retried.
+DEFAULT_TURN_TIMEOUT = 7200.0
+
 
 class Reply(BaseModel):
     """The end of one agent turn (not of the session).
@@ -32,7 +36,9 @@ class Reply(BaseModel):
 
 
 class AgentSession(Protocol):
-    """One logical agent session; a run starts exactly one."""
+    """One logical agent session; each start of a run's harness starts one, continuing the
+    previous one when the adapter can (see :class:`Launch` ``resume``). Adapters that can resume
+    also expose ``resume_id``: the agent's own session id, or None."""
 
     key: str
 
@@ -43,6 +49,20 @@ class AgentSession(Protocol):
     def close(self) -> None:
         """Release every process and file of the session. Safe to call twice."""
         ...
+
+
+class SessionObserver(Protocol):
+    """Hears what :func:`drive` does with a session (see :class:`RunHistory`)."""
+
+    def session_started(self, session: AgentSession, resumed: bool) -> None: ...
+
+    def turn_started(self) -> None: ...
+
+    def turn_ended(self, session: AgentSession, reply: Reply | None) -> None:
+        """``reply`` is None when the step raised."""
+        ...
+
+    def session_ended(self, reason: str) -> None: ...
 
 
 class AgentHarness(Protocol):

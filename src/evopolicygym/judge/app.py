@@ -1,27 +1,52 @@
 """The Flask app and server of the judge (loopback, ephemeral port by default).
 
+Every URL of a run carries the run's secret as its first path segment
+(``http://127.0.0.1:PORT/<secret>/info``); the agent gets the URLs with it, so an agent that uses
+them as given needs no change. In front of the routes, :class:`_Gate` refuses a request whose
+``Host`` header is not the judge's own loopback address (403 ``forbidden_host``: DNS rebinding
+from a browser) and then one without the secret (401 ``unauthorized``: any other local process,
+or a policy calling home).
+
 Every answer is JSON except ``GET /task`` (Markdown). Requests that cannot be judged get a 4xx
-with ``{"status": <code>, "error": {"code", "message"}}`` and cost nothing: malformed JSON or a
-missing ``env_instances`` (400 ``bad_request``), a body that is not JSON (415), a body over
-``MAX_BODY_BYTES`` (413), an unparsable ``env_instances`` (400 ``budget_invalid``), a closed run
-(409 ``run_closed``), unknown paths (404) and ``/finalize`` (405: finalization is the judge's).
+with ``{"status": <code>, "error": {"code", "message"}}`` (:class:`ApiError`) and cost nothing:
+malformed or too deeply nested JSON, a missing ``env_instances`` or unknown fields (400
+``bad_request``), a body that is not JSON (415), a body over ``MAX_BODY_BYTES`` (413), an
+``env_instances`` of the wrong form (400 ``budget_invalid``, see :class:`SubmitRequest`), a
+closed run (409 ``run_closed``), unknown paths (404) and ``/finalize`` (405: finalization is the
+judge's). A client that hangs up while its submit waits for the lock is not charged.
 """
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import json
+import secrets
+import select
+import socket
 import threading
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask, Response, request
+from pydantic import ValidationError
 from werkzeug.exceptions import HTTPException
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from evopolicygym.protocol import HARNESS_VERSION
+from evopolicygym.protocol import (
+    HARNESS_VERSION,
+    ApiError,
+    ApiErrorDetail,
+    SubmitRequest,
+    SubmitResponse,
+)
 
 from .core import Judge, JudgeError
+from .task import endpoints_text
 
 MAX_BODY_BYTES = 64 * 1024
+# Deeper JSON is refused before parsing (a 30,000-deep body would exhaust the parser's stack).
+MAX_JSON_DEPTH = 32
 
 
 def _json(status: int, body: Any) -> Response:
@@ -29,10 +54,84 @@ def _json(status: int, body: Any) -> Response:
 
 
 def _error(status: int, code: str, message: str) -> Response:
-    return _json(status, {"status": code, "error": {"code": code, "message": message}})
+    body = ApiError(status=code, error=ApiErrorDetail(code=code, message=message))
+    return _json(status, body.model_dump(mode="json"))
+
+
+def json_depth_exceeds(data: bytes, limit: int) -> bool:
+    """Whether the JSON text ``data`` nests arrays/objects deeper than ``limit`` (strings are
+    skipped; one pass over the bytes, so the cost is bounded by the body size)."""
+    depth = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return False
+
+
+def _client_still_waiting(environ: dict[str, Any]) -> Callable[[], bool]:
+    """A callable that says whether the request's client is still connected: a readable
+    socket whose peek returns no byte has been closed by the peer."""
+    connection = environ.get("werkzeug.socket")
+
+    def waiting() -> bool:
+        if connection is None:
+            return True
+        try:
+            readable, _, _ = select.select([connection], [], [], 0)
+            return not readable or connection.recv(1, socket.MSG_PEEK) != b""
+        except (OSError, ValueError):
+            return False
+
+    return waiting
+
+
+def _submit_body(raw: bytes) -> SubmitRequest | Response:
+    """The validated body of ``POST /submit``, or the error answer."""
+    usage = (
+        'the body must be a JSON object like {"env_instances": [0, 1]} or {"env_instances": "0-3"}'
+    )
+    if json_depth_exceeds(raw, MAX_JSON_DEPTH):
+        return _error(
+            400, "bad_request", f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels; {usage}"
+        )
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        return _error(400, "bad_request", f"the body is not valid JSON ({str(exc)[:120]}); {usage}")
+    if not isinstance(body, dict) or "env_instances" not in body:
+        return _error(400, "bad_request", usage)
+    unknown = sorted(set(body) - {"env_instances"})
+    if unknown:
+        shown = ", ".join(repr(key[:40]) for key in unknown[:5])
+        return _error(
+            400,
+            "bad_request",
+            f"unknown field(s) {shown}: the body has exactly one field, env_instances",
+        )
+    try:
+        return SubmitRequest.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        cause = (first.get("ctx") or {}).get("error")
+        return _error(400, "budget_invalid", str(cause) if cause else first["msg"])
 
 
 def create_app(judge: Judge) -> Flask:
+    """The routes of the judge, without the secret and Host checks (see :class:`JudgeServer`)."""
     app = Flask("evopolicygym.judge")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
@@ -47,7 +146,7 @@ def create_app(judge: Judge) -> Flask:
 
     @app.get("/task")
     def task() -> Response:
-        return Response(judge.task(), mimetype="text/markdown")
+        return Response(judge.task() + endpoints_text(request.url_root), mimetype="text/markdown")
 
     @app.get("/health")
     def health() -> Response:
@@ -61,25 +160,16 @@ def create_app(judge: Judge) -> Flask:
                 "unsupported_media_type",
                 "send the body as JSON with the header Content-Type: application/json",
             )
-        body = request.get_json(silent=True)
-        if not isinstance(body, dict) or "env_instances" not in body:
-            return _error(
-                400,
-                "bad_request",
-                'the body must be a JSON object like {"env_instances": [0, 1]} or {"env_instances": "0-3"}',
-            )
-        unknown = sorted(set(body) - {"env_instances"})
-        if unknown:
-            return _error(
-                400,
-                "bad_request",
-                f"unknown field(s) {unknown}: the body has exactly one field, env_instances",
-            )
+        body = _submit_body(request.get_data(cache=False))
+        if isinstance(body, Response):
+            return body
         try:
-            status, payload = judge.submit(body["env_instances"])
+            status, payload = judge.submit(
+                body.env_instances, client_waiting=_client_still_waiting(request.environ)
+            )
         except JudgeError as exc:
             return _error(exc.status, exc.code, exc.message)
-        return _json(status, payload)
+        return _json(status, SubmitResponse.model_validate(payload).model_dump(mode="json"))
 
     @app.route("/finalize", methods=["GET", "POST", "PUT", "DELETE"])
     def finalize() -> Response:
@@ -111,6 +201,60 @@ def create_app(judge: Judge) -> Flask:
     return app
 
 
+def loopback_hosts(bind: str, port: int) -> frozenset[str]:
+    """``Host`` header values that name the judge itself: ``bind:port``, and for a loopback or
+    wildcard bind also ``127.0.0.1:port``, ``localhost:port`` and ``[::1]:port``."""
+    hosts = {f"[{bind}]:{port}" if ":" in bind else f"{bind}:{port}"}
+    try:
+        address = ipaddress.ip_address(bind)
+        local = address.is_loopback or address.is_unspecified
+    except ValueError:
+        local = bind == "localhost"
+    if local:
+        hosts |= {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
+    return frozenset(host.lower() for host in hosts)
+
+
+class _Gate:
+    """WSGI middleware: ``Host`` check (403), then the secret path prefix (401), which it strips
+    before the Flask routes see the path."""
+
+    def __init__(self, app: Flask, secret: str):
+        self.app = app
+        self.prefix = f"/{secret}"
+        self.hosts: frozenset[str] = frozenset()
+
+    def _refuse(self, environ, start_response, status: int, code: str, message: str):
+        response = _error(status, code, message)
+        response.headers["Server"] = f"EvoPolicyGym/{HARNESS_VERSION}"
+        return response(environ, start_response)
+
+    def __call__(self, environ: dict[str, Any], start_response) -> Iterable[bytes]:
+        host = environ.get("HTTP_HOST", "").lower()
+        if host not in self.hosts:
+            return self._refuse(
+                environ,
+                start_response,
+                403,
+                "forbidden_host",
+                f"the judge answers only requests addressed to itself (Host {sorted(self.hosts)[0]}), not {host[:80]!r}",
+            )
+        path = environ.get("PATH_INFO", "")
+        head, slash, rest = path.partition("/")[2].partition("/")
+        if not hmac.compare_digest(f"/{head}".encode(), self.prefix.encode()):
+            return self._refuse(
+                environ,
+                start_response,
+                401,
+                "unauthorized",
+                "this URL lacks the run's secret: use the URLs in EVOPOLICYGYM_API, "
+                "EVOPOLICYGYM_INFO_URL, EVOPOLICYGYM_TASK_URL and EVOPOLICYGYM_SUBMIT_URL as given",
+            )
+        environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + self.prefix
+        environ["PATH_INFO"] = slash + rest if slash else "/"
+        return self.app(environ, start_response)
+
+
 class _QuietHandler(WSGIRequestHandler):
     """Requests are recorded by the judge's own events, not printed to the terminal."""
 
@@ -119,20 +263,33 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 class JudgeServer:
-    """Serves a judge on ``bind:port`` from a background thread (threaded WSGI server)."""
+    """Serves a judge on ``bind:port`` from a background thread (threaded WSGI server).
 
-    def __init__(self, judge: Judge, bind: str = "127.0.0.1", port: int = 0):
+    ``secret`` (default: 144 random bits, new for every server) is the first path segment of
+    every URL; :attr:`url` is the base URL with it, :attr:`origin` the bare ``http://host:port``.
+    """
+
+    def __init__(
+        self, judge: Judge, bind: str = "127.0.0.1", port: int = 0, *, secret: str | None = None
+    ):
+        self.secret = secret or secrets.token_urlsafe(18)
+        self._gate = _Gate(create_app(judge), self.secret)
         self._server = make_server(
-            bind, port, create_app(judge), threaded=True, request_handler=_QuietHandler
+            bind, port, self._gate, threaded=True, request_handler=_QuietHandler
         )
+        self._gate.hosts = loopback_hosts(bind, self._server.server_address[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="judge-http", daemon=True
         )
 
     @property
-    def url(self) -> str:
+    def origin(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.origin}/{self.secret}"
 
     def __enter__(self) -> JudgeServer:
         self._thread.start()

@@ -7,6 +7,7 @@ judge never imports policy code.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from evopolicygym.protocol import (
@@ -16,6 +17,7 @@ from evopolicygym.protocol import (
     InstanceSpecError,
     ResourceLimits,
     RunState,
+    TooManyInstances,
     Verdict,
     parse_env_instances,
 )
@@ -25,6 +27,9 @@ from .finalize import Finalizer, Progress, Selection
 from .ledger import Ledger
 from .submit import SubmitPipeline
 from .task import task_text
+
+# Requests naming more ids than this (and than max per submit) are never expanded.
+EXPAND_AT_MOST = 4096
 
 
 class JudgeError(Exception):
@@ -119,21 +124,34 @@ class Judge:
 
     # -- submits and finalization -----------------------------------------------------------------
 
-    def submit(self, env_instances: object) -> tuple[int, dict[str, Any]]:
+    def submit(
+        self, env_instances: object, *, client_waiting: Callable[[], bool] = lambda: True
+    ) -> tuple[int, dict[str, Any]]:
         """Judge one submit. Returns (HTTP status, body): 200 for a charged submit, 400 for a
-        reject (with summary). Raises :class:`JudgeError` for requests judged not at all."""
+        reject (with summary). Raises :class:`JudgeError` for requests judged not at all.
+
+        ``client_waiting()`` is asked once the submit holds the lock: False (the client went
+        away while queued) refuses it uncharged. A request naming more ids than both
+        ``maximum`` and ``EXPAND_AT_MOST`` is rejected by its count, never expanded."""
         with self._lock:
+            if not client_waiting():
+                self.events("submit.abandoned", reason="client disconnected while queued")
+                raise JudgeError(
+                    499, "client_gone", "the client disconnected before its submit started"
+                )
             if self.phase != "open":
                 raise JudgeError(
                     409,
                     "run_closed",
                     f"the run is {self.phase}: the budget is spent and no more submits are accepted",
                 )
+            limit = max(self.settings.maximum, EXPAND_AT_MOST)
             try:
-                ids = parse_env_instances(env_instances)
+                answer = self.submits.judge(parse_env_instances(env_instances, limit=limit))
+            except TooManyInstances as exc:
+                answer = self.submits.judge([], requested=exc.count)
             except InstanceSpecError as exc:
                 raise JudgeError(400, Verdict.BUDGET_INVALID, str(exc)) from exc
-            answer = self.submits.judge(ids)
             if self.ledger.remaining == 0:
                 self.phase = "finalizing"
                 self.pool.prepare_hidden()

@@ -42,12 +42,13 @@ class SubmitPipeline:
         self.policy_meta = policy_meta
         self.episode_width = max(3, len(str(settings.budget)))
 
-    def judge(self, ids: list[int]) -> tuple[int, dict[str, Any]]:
+    def judge(self, ids: list[int], requested: int | None = None) -> tuple[int, dict[str, Any]]:
         """Judge one submit of parsed ``ids``: ``(200, body)`` when charged, ``(400, body)``
-        for a reject (which writes a summary and costs nothing)."""
+        for a reject (which writes a summary and costs nothing). ``requested`` is the count of a
+        request too long to expand (``ids`` is then empty): a ``budget_invalid`` reject."""
         started, clock = utc_now(), time.monotonic()
         index = self.ledger.next_index
-        reject = self._reject_reason(ids)
+        reject = self._reject_reason(ids, requested)
         self.ledger.append(SubmitBegin(index=index, n_episodes=len(ids)), durable=False)
         self.events(
             "submit.start",
@@ -65,8 +66,9 @@ class SubmitPipeline:
         summary = self._run(index, ids, started, clock)
         return 200, {"submit_id": index, "status": summary.status, "summary": dump_summary(summary)}
 
-    def _reject_reason(self, ids: list[int]) -> tuple[Verdict, str] | None:
+    def _reject_reason(self, ids: list[int], requested: int | None) -> tuple[Verdict, str] | None:
         n_cases = len(self.settings.splits.train)
+        count = len(ids) if requested is None else requested
         bad = next((i for i in ids if i >= n_cases), None)
         if bad is not None:
             return (
@@ -74,10 +76,10 @@ class SubmitPipeline:
                 f"env instance {bad} is out of range: valid ids are 0..{n_cases - 1}",
             )
         upper = min(self.settings.maximum, self.ledger.remaining)
-        if not self.settings.minimum <= len(ids) <= upper:
+        if not self.settings.minimum <= count <= upper:
             return (
                 Verdict.BUDGET_INVALID,
-                f"{len(ids)} episodes requested; this submit may ask for "
+                f"{count} episodes requested; this submit may ask for "
                 f"{self.settings.minimum}..{upper} (remaining budget {self.ledger.remaining}, "
                 f"max per submit {self.settings.maximum})",
             )

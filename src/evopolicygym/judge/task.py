@@ -64,3 +64,18 @@ remaining budget), as a list (`{{"env_instances": [0, 1, 2]}}`) or a range strin
 (`{{"env_instances": "0-2,7"}}`). Each id runs one episode and costs one unit of budget. Read
 `feedback/submit_NNN/summary.json` and the episode files after every submit.
 """
+
+
+def endpoints_text(base_url: str) -> str:
+    """The section ``GET /task`` ends with: this run's three URLs, secret included."""
+    base = base_url.rstrip("/")
+    return f"""
+## Endpoints
+
+- `GET {base}/info`: budget, limits, observation and action schemas
+- `GET {base}/task`: this text
+- `POST {base}/submit`: submit `system/` (JSON body as above)
+
+The first path segment is this run's secret (also in `EVOPOLICYGYM_API` and the
+`EVOPOLICYGYM_*_URL` variables): use the URLs as given; a request without it gets 401.
+"""

@@ -33,7 +33,13 @@ from ._frames import (
     WorkerUp,
     ZygoteReply,
 )
-from ._instances import InstanceSpecError, parse_env_instances
+from ._instances import (
+    MAX_ID_DIGITS,
+    InstanceSpecError,
+    TooManyInstances,
+    count_env_instances,
+    parse_env_instances,
+)
 from ._journal import (
     Closed,
     Evaluation,
@@ -67,6 +73,7 @@ from ._wire import (
 
 __all__ = [
     "HARNESS_VERSION",
+    "MAX_ID_DIGITS",
     "PROTOCOL_VERSION",
     "SCHEMA_VERSION",
     "Acted",
@@ -124,6 +131,7 @@ __all__ = [
     "SubmitSummary",
     "Task",
     "Timing",
+    "TooManyInstances",
     "TrajectoryRow",
     "Verdict",
     "WorkerConfig",
@@ -131,5 +139,6 @@ __all__ = [
     "WorkerRequest",
     "WorkerUp",
     "ZygoteReply",
+    "count_env_instances",
     "parse_env_instances",
 ]

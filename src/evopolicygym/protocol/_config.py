@@ -69,7 +69,12 @@ class AgentSection(_Strict):
     limit: int | None = Field(None, gt=0, description="Turn limit; default max(1, budget).")
     retries: int = Field(0, ge=0, description="Extra attempts for a failed turn.")
     retry_backoff: float = Field(1.0, ge=0, description="Seconds; doubles every attempt.")
-    turn_timeout: float | None = Field(None, gt=0, description="Seconds per turn (CLI agents).")
+    turn_timeout: float | None = Field(
+        7200.0,
+        gt=0,
+        description="Seconds one turn may take (every adapter); an overrunning turn's process "
+        "group is killed and the turn counts as failed (retried up to retries).",
+    )
     binary: str = Field("", description="Agent CLI binary (codex, claude, kimi).")
     model: str = Field("", description="Model passed to the agent CLI.")
     sandbox: str = Field("workspace-write", description="Codex --sandbox value.")
@@ -78,6 +83,13 @@ class AgentSection(_Strict):
     permission: str = Field("bypassPermissions", description="Claude --permission-mode.")
     tools: list[str] = Field(default_factory=list, description="Claude --allowedTools.")
     args: list[str] = Field(default_factory=list, description="Extra CLI arguments.")
+    jail: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Agent jail: run every agent process inside bubblewrap, seeing only its "
+        "workspace (read-write), its CLI, configuration directory and system files (read-only) "
+        "and a private /tmp; auto = on where bubblewrap works, on = stop the run when it does "
+        "not, off = no jail. Recorded in run.json under isolation.agent.",
+    )
 
 
 class ServerSection(_Strict):

@@ -70,11 +70,25 @@ class SubmitRecord(_Record):
 
 
 class AgentRecord(_Record):
+    """The agent's part of the run, summed over every start of the run (a resumed run
+    continues its agent's session; ``sessions`` has one entry per start, in order).
+
+    ``turns`` counts every prompt sent, retries and turns cut short by a kill included;
+    ``usage`` sums the token counters the agent CLI reported (e.g. ``input_tokens``,
+    ``output_tokens``), ``cost_usd`` its reported cost (None when it reports none) and
+    ``wall_time_seconds`` the time the sessions ran. ``reason`` and ``session`` are those of
+    the last session.
+    """
+
     kind: str
     name: str
     reason: str | None = None
     turns: int = 0
     session: str | None = None
+    usage: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = None
+    wall_time_seconds: float = 0.0
+    sessions: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class RunRecord(_Record):

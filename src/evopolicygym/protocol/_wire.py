@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._feedback import SubmitSummary
+from ._instances import count_env_instances
 from ._versions import PROTOCOL_VERSION, SCHEMA_VERSION
 
 
@@ -74,11 +75,21 @@ class InfoResponse(_Open):
 
 class SubmitRequest(BaseModel):
     """Body of ``POST /submit``: ids of visible train cases, as a list or a range string
-    such as ``"0-3,7"``. Order and duplicates are kept; each id costs one episode."""
+    such as ``"0-3,7"``. Order and duplicates are kept; each id costs one episode.
 
-    model_config = ConfigDict(extra="forbid")
+    Validation checks the form only (ASCII digits, at most 10 per id, no bools, ``HI >= LO``;
+    see :func:`count_env_instances`) and never expands a range; a failure's message is the
+    reason the judge answers with."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     env_instances: list[int] | str
+
+    @field_validator("env_instances", mode="before")
+    @classmethod
+    def _well_formed(cls, value: Any) -> Any:
+        count_env_instances(value)
+        return value
 
 
 class SubmitResponse(_Open):
@@ -96,8 +107,9 @@ class ApiErrorDetail(_Open):
 
 class ApiError(_Open):
     """Body of every 4xx answer that judged nothing: ``status`` is a machine-readable reason
-    (``bad_request``, ``unsupported_media_type``, ``payload_too_large``, ``budget_invalid``,
-    ``run_closed``, ``not_found``, ``method_not_allowed``) and ``error.message`` says what to do."""
+    (``bad_request``, ``unauthorized``, ``forbidden_host``, ``unsupported_media_type``,
+    ``payload_too_large``, ``budget_invalid``, ``run_closed``, ``client_gone``, ``not_found``,
+    ``method_not_allowed``) and ``error.message`` says what to do."""
 
     status: str
     error: ApiErrorDetail
