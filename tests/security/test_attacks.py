@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import site
 import time
+from urllib.parse import urlparse
 
 import pytest
 
@@ -197,7 +198,7 @@ def test_a_daemon_dies_with_its_episode_whatever_session_it_moved_to(arena):
 
 
 def test_network_access(arena):
-    port = int(arena.live.url.rsplit(":", 1)[1])
+    port = urlparse(arena.live.url).port
     outcome = arena.attack(
         f"""
         import socket
@@ -213,9 +214,18 @@ def test_network_access(arena):
                     try:
                         s = socket.socket(family, kind)
                         if name == "tcp":
-                            s.settimeout(2)
+                            # A submit to the judge, as a policy that found its port would try.
+                            s.settimeout(5)
                             s.connect(("127.0.0.1", {port}))
-                        print(name, "open")
+                            body = b'{{"env_instances": [0]}}'
+                            s.sendall(
+                                b"POST /submit HTTP/1.0\\r\\nHost: 127.0.0.1:{port}\\r\\n"
+                                b"Content-Type: application/json\\r\\n"
+                                b"Content-Length: %d\\r\\n\\r\\n%s" % (len(body), body)
+                            )
+                            print(name, s.recv(64).split()[1].decode())
+                        else:
+                            print(name, "open")
                         s.close()
                     except OSError as exc:
                         print(name, type(exc).__name__)
@@ -223,8 +233,11 @@ def test_network_access(arena):
         """
     )
     lines = dict(line.split() for line in outcome.episodes[0].stdout.split("\n") if line)
-    if arena.level == "process":  # a gap of the level (SECURITY.md): sockets are allowed
-        assert lines["tcp"] == "open"
+    if arena.level == "process":
+        # A gap of the level (SECURITY.md): sockets are allowed. The judge still refuses a
+        # request without the run's secret, and charges nothing for it.
+        assert lines["tcp"] == "401"
+        assert arena.live.judge.ledger.used == 1
     else:
         assert lines == {
             "tcp": "PermissionError",
