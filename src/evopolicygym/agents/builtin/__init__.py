@@ -12,16 +12,23 @@ from ._agents import HillClimbAgent, RandomAgent
 from ._budget import BudgetView
 from ._client import JudgeClient, SubmitAnswer
 from ._cmaes import CmaesAgent
+from ._explore import ExploreAgent
 from ._hillclimb import HillClimb, HillClimbState
 from ._serve import CannotPlay, serve
 
-BUILTIN_AGENTS = {"random": RandomAgent, "hillclimb": HillClimbAgent, "cmaes": CmaesAgent}
+BUILTIN_AGENTS = {
+    "random": RandomAgent,
+    "hillclimb": HillClimbAgent,
+    "cmaes": CmaesAgent,
+    "explore": ExploreAgent,
+}
 
 __all__ = [
     "BUILTIN_AGENTS",
     "BudgetView",
     "CannotPlay",
     "CmaesAgent",
+    "ExploreAgent",
     "HillClimb",
     "HillClimbAgent",
     "HillClimbState",
