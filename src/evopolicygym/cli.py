@@ -29,7 +29,10 @@ examples:
   evopolicygym run --resume runs/hillclimb/gym_cartpole/default
 
 Running the same command again continues an interrupted run from its journal (same budget,
-same submit history); a finished run is left as it is."""
+same submit history); a finished run is left as it is. Impossible settings (budget below 1,
+minimum above maximum or budget, pools larger than the split) are refused before anything is
+written, and so is a run directory that was started with other settings: give a new --exp-id,
+or pass --rerun to move the old directory aside (<dir>.archived-<time>) and start again."""
 
 
 def _load_config_file(path: Path) -> dict[str, Any]:
@@ -128,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from evopolicygym.runs import run_from_config, run_root
 
     config = _run_config(args)
-    record = run_from_config(config)
+    record = run_from_config(config, rerun=args.rerun)
     outcome = record.outcome
     print(
         json.dumps(
@@ -283,6 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the run in ROOT with the settings it was started with",
     )
     source.add_argument("--suite", metavar="FILE", help="suite config; run the job named by --job")
+    source.add_argument(
+        "--rerun",
+        action="store_true",
+        help="move an existing run directory aside (<dir>.archived-<time>) and start afresh",
+    )
     source.add_argument("--job", metavar="NAME", help="job name within --suite")
     where = run.add_argument_group("run")
     where.add_argument("--env", help="environment id (default toy); see `evopolicygym check-envs`")
@@ -513,7 +521,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except ValidationError as exc:
-        print(f"evopolicygym: invalid configuration:\n{exc}", file=sys.stderr)
+        from evopolicygym.protocol import settings_problem
+
+        print(f"evopolicygym: invalid settings: {settings_problem(exc)}", file=sys.stderr)
     except (
         AgentCommandError,
         CalibrationError,

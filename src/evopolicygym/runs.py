@@ -16,6 +16,7 @@ Layout of ``<runs>/<model>/<env>/<exp_id>/`` (segments slugged)::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -205,20 +206,73 @@ def run_splits(config: RunConfig, spec: EnvSpec) -> CaseSplits:
     return splits.trimmed(run.valid_size, run.final_size)
 
 
-def _check_resume(paths: RunPaths, config: RunConfig) -> None:
-    """Refuse to continue a run with settings that would change its meaning."""
+# Settings that change what a run's result means; a run directory keeps the ones it started with.
+MEANINGFUL_SETTINGS = (
+    "env",
+    "budget",
+    "minimum",
+    "maximum",
+    "valid_size",
+    "final_size",
+    "data",
+    "bulk",
+)
+
+
+class SettingsChangedError(ValueError):
+    """A run directory was started with other settings than the ones given now."""
+
+
+def _saved_settings(paths: RunPaths) -> dict | None:
     saved = paths.private / "run_config.json"
-    current = json.loads(config.model_dump_json())
-    if not saved.exists():
-        write_atomic(saved, json.dumps(current, indent=2, sort_keys=True) + "\n")
+    return json.loads(saved.read_text()) if saved.exists() else None
+
+
+def setting_differences(previous: dict, current: dict) -> list[str]:
+    """``name OLD -> NEW`` for every meaningful setting (and the agent kind) that differs
+    between two dumped run configs."""
+    differences = [
+        f"{key} {previous['run'].get(key)} -> {current['run'].get(key)}"
+        for key in MEANINGFUL_SETTINGS
+        if previous["run"].get(key) != current["run"].get(key)
+    ]
+    old_agent, new_agent = previous["agent"].get("kind"), current["agent"].get("kind")
+    if old_agent != new_agent:
+        differences.append(f"agent {old_agent} -> {new_agent}")
+    return differences
+
+
+def _check_settings(paths: RunPaths, config: RunConfig) -> None:
+    """Refuse to continue (or return) a run with settings that would change its meaning."""
+    previous = _saved_settings(paths)
+    if previous is None:
         return
-    previous = json.loads(saved.read_text())
-    keys = ("env", "budget", "minimum", "maximum", "valid_size", "final_size", "data", "bulk")
-    changed = [k for k in keys if previous["run"].get(k) != current["run"].get(k)]
+    changed = setting_differences(previous, json.loads(config.model_dump_json()))
     if changed:
-        raise ValueError(
-            f"{paths.root} was started with different {', '.join(changed)}; use a new --exp-id or directory"
+        state = "finished" if paths.run_json.exists() else "started"
+        raise SettingsChangedError(
+            f"{paths.root} was {state} with other settings ({'; '.join(changed)}): give the run "
+            "a new --exp-id, or pass --rerun to archive that directory and start again"
         )
+
+
+def _save_settings(paths: RunPaths, config: RunConfig) -> None:
+    saved = paths.private / "run_config.json"
+    if not saved.exists():
+        current = json.loads(config.model_dump_json())
+        write_atomic(saved, json.dumps(current, indent=2, sort_keys=True) + "\n")
+
+
+def archive_run(root: Path) -> Path | None:
+    """Move a run directory aside to ``<root>.archived-<UTC time>`` (``--rerun``); returns the
+    new path, or ``None`` when there was nothing to move."""
+    if not root.exists():
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = root.with_name(f"{root.name}.archived-{stamp}")
+    root.rename(target)
+    (target / ".judge" / "lock").unlink(missing_ok=True)
+    return target
 
 
 def load_saved_config(root: Path) -> RunConfig:
@@ -233,19 +287,33 @@ def load_saved_config(root: Path) -> RunConfig:
     return config
 
 
-def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) -> RunRecord:
-    """Run (or resume, or just return) the run described by ``config``."""
+def run_from_config(
+    config: RunConfig, *, progress: Progress = stderr_progress, rerun: bool = False
+) -> RunRecord:
+    """Run (or resume, or just return) the run described by ``config``.
+
+    Everything that can be refused is refused before anything is written: an unknown
+    environment, pools larger than the split, and (:class:`SettingsChangedError`) a run
+    directory that was started or finished with other settings. ``rerun`` first moves an
+    existing run directory aside (:func:`archive_run`) and starts afresh."""
     from evopolicygym.agents import agents_md_text
 
     paths = RunPaths(run_root(config).resolve())  # workers get absolute checkpoint paths
-    if paths.run_json.exists():
-        progress(f"[run] {paths.root} is finished; run.json is unchanged")
-        return RunRecord.model_validate_json(paths.run_json.read_text())
     spec = get_env(config.run.env, bulk=config.run.bulk)
     splits = run_splits(config, spec)
+    if rerun:
+        with _Lock(paths.private / "lock") if paths.private.exists() else _nothing():
+            archived = archive_run(paths.root)
+        if archived is not None:
+            progress(f"[run] archived the previous run to {archived}")
+    _check_settings(paths, config)
+    if paths.run_json.exists():
+        progress(f"[run] {paths.root} is finished with these settings; run.json is unchanged")
+        return RunRecord.model_validate_json(paths.run_json.read_text())
     paths.create()
     with _Lock(paths.private / "lock"):
-        _check_resume(paths, config)
+        _check_settings(paths, config)  # another process may have started it meanwhile
+        _save_settings(paths, config)
         if not paths.agents_md.exists():
             paths.agents_md.write_text(agents_md_text())
         label = f"{config.run.model}/{spec.id}/{config.run.exp_id}"
@@ -274,6 +342,11 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
             )
         finally:
             judge.shutdown()
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield
 
 
 def _last_agent_error(transcript) -> str | None:

@@ -106,3 +106,14 @@ def test_search_finds_always_two_on_the_toy_task():
         search.observe(candidate, toy_returns(candidate.params, candidate.ids))
     best = search.state.parent
     assert toy_returns(best, range(8)) == [s + 2.0 for s in toy_returns(constant(0), range(8))]
+
+
+def test_the_agents_stop_naming_the_real_cause_when_no_submit_can_be_valid():
+    from evopolicygym.agents.builtin import CannotPlay
+    from evopolicygym.agents.builtin._agents import _waiting
+
+    with pytest.raises(CannotPlay, match="at least 5 and at most 2 episodes per submit"):
+        _waiting(BudgetView(4, 5, 2, 16, False, 4))
+    with pytest.raises(CannotPlay, match="1 of 9 episodes remain, fewer than the minimum .* 2"):
+        _waiting(BudgetView(1, 2, 9, 16, False, 9))
+    assert _waiting(BudgetView(0, 1, 4, 16, False, 4)).startswith("Budget spent")

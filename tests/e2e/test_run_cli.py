@@ -231,3 +231,48 @@ def test_sigterm_stops_every_process_and_the_run_resumes(tmp_path):
     record = json.loads((root / "run.json").read_text())
     assert record["budget"]["used"] == 8
     assert [s["index"] for s in record["submits"]] == list(range(len(record["submits"])))
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--budget", "0"], "budget: Input should be greater than or equal to 1 (got 0)"),
+        (["--budget", "4", "--minimum", "5", "--maximum", "2"], "minimum 5 is above maximum 2"),
+        (["--budget", "4", "--minimum", "8"], "minimum 8 episodes per submit is above the budget"),
+        (["--budget", "4", "--valid-size", "17"], "valid size 17 exceeds the 16 cases"),
+        (["--budget", "4", "--final-size", "999"], "heldout size 999 exceeds"),
+    ],
+)
+def test_impossible_settings_are_refused_in_one_line_and_write_nothing(tmp_path, flags, says):
+    result = evopolicygym(
+        "run", "--env", "toy", "--agent", "builtin:random", "--runs", str(tmp_path / "runs"), *flags
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_finished_run_with_other_settings_is_refused_and_rerun_archives_it(tmp_path):
+    runs = str(tmp_path / "runs")
+    common = ("run", "--env", "toy", "--agent", "builtin:random", "--runs", runs)
+    sizes = ("--valid-size", "2", "--final-size", "2")
+    assert evopolicygym(*common, "--budget", "2", *sizes).returncode == 0
+    root = tmp_path / "runs" / "random" / "toy" / "default"
+    before = (root / "run.json").read_text()
+
+    refused = evopolicygym(*common, "--budget", "3", *sizes)
+    assert refused.returncode == 2
+    line = refused.stderr.strip()
+    assert "\n" not in line
+    assert "budget 2 -> 3" in line and "--exp-id" in line and "--rerun" in line
+    assert (root / "run.json").read_text() == before
+
+    same = evopolicygym(*common, "--budget", "2", *sizes)
+    assert same.returncode == 0 and (root / "run.json").read_text() == before
+
+    rerun = evopolicygym(*common, "--budget", "3", *sizes, "--rerun")
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads((root / "run.json").read_text())["budget"]["limit"] == 3
+    (archived,) = root.parent.glob("default.archived-*")
+    assert (archived / "run.json").read_text() == before
+    assert not (archived / ".judge" / "lock").exists()

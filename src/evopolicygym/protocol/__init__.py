@@ -1,6 +1,13 @@
 """Wire and disk formats of EvoPolicyGym (pydantic models), versions and the AGENTS.md text."""
 
-from ._config import AgentSection, LimitsSection, RunConfig, RunSection, ServerSection
+from ._config import (
+    AgentSection,
+    LimitsSection,
+    RunConfig,
+    RunSection,
+    ServerSection,
+    settings_problem,
+)
 from ._feedback import ErrorLine, SubmitSummary, TrajectoryRow
 from ._instances import InstanceSpecError, parse_env_instances
 from ._run_record import (
@@ -56,4 +63,5 @@ __all__ = [
     "TrajectoryRow",
     "Verdict",
     "parse_env_instances",
+    "settings_problem",
 ]
