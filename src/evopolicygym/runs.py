@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from evopolicygym.cases import CaseSplits, generate_splits, load_splits
+from evopolicygym.cases import CaseSplits, generate_splits, load_splits, seed_split_hashes
 from evopolicygym.envs import EnvSpec, get_env
 from evopolicygym.judge import (
     Judge,
@@ -46,6 +46,7 @@ from evopolicygym.protocol import (
     AgentRecord,
     BudgetRecord,
     Outcome,
+    ProtocolFingerprint,
     RunConfig,
     RunError,
     RunRecord,
@@ -240,6 +241,42 @@ def setting_differences(previous: dict, current: dict) -> list[str]:
     if old_agent != new_agent:
         differences.append(f"agent {old_agent} -> {new_agent}")
     return differences
+
+
+def split_seed(config: RunConfig, spec: EnvSpec, splits: CaseSplits) -> int | None:
+    """The generator seed of the run's cases: 0 for the built-in seed-0 splits; for a split
+    directory, the seed its files name when ``data make`` with that seed gives the same bytes
+    (``None`` for private or hand-made splits)."""
+    if config.run.data is None:
+        return 0
+    try:
+        document = json.loads((config.run.data / "train.json").read_text(encoding="utf-8"))
+        seed = int(document["generator"]["seed"])
+        pools = load_splits(config.run.data, spec.id)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    sizes = (len(pools.train), len(pools.valid), len(pools.heldout))
+    return seed if seed_split_hashes(spec.id, seed, *sizes) == splits.hashes else None
+
+
+def protocol_fingerprint(
+    config: RunConfig, spec: EnvSpec, splits: CaseSplits, settings: JudgeSettings
+) -> ProtocolFingerprint:
+    """The fingerprint ``run.json`` records: what must match for scores to be compared."""
+    return ProtocolFingerprint(
+        env=spec.id,
+        env_version=spec.version,
+        budget=settings.budget,
+        min_episodes_per_submit=settings.minimum,
+        max_episodes_per_submit=settings.maximum,
+        train_cases=len(splits.train),
+        valid_size=len(splits.valid),
+        heldout_size=len(splits.heldout),
+        cases=splits.digest(),
+        cases_seed=split_seed(config, spec, splits),
+        max_episode_steps=spec.max_episode_steps,
+        harness_version=HARNESS_VERSION,
+    )
 
 
 def _check_settings(paths: RunPaths, config: RunConfig) -> None:
@@ -512,4 +549,5 @@ def _record(
             "logs_harness": "logs/harness.log",
         },
         versions=versions,
+        protocol=protocol_fingerprint(config, spec, splits, settings),
     )

@@ -114,6 +114,6 @@ def test_the_agents_stop_naming_the_real_cause_when_no_submit_can_be_valid():
 
     with pytest.raises(CannotPlay, match="at least 5 and at most 2 episodes per submit"):
         _waiting(BudgetView(4, 5, 2, 16, False, 4))
-    with pytest.raises(CannotPlay, match="1 of 9 episodes remain, fewer than the minimum .* 2"):
+    with pytest.raises(CannotPlay, match=r"1 of 9 episodes remain, fewer than the minimum .* 2"):
         _waiting(BudgetView(1, 2, 9, 16, False, 9))
     assert _waiting(BudgetView(0, 1, 4, 16, False, 4)).startswith("Budget spent")

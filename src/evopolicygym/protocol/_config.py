@@ -15,7 +15,9 @@ class _Strict(BaseModel):
 
 class RunSection(_Strict):
     env: str = Field("toy", description="Environment id from the registry, e.g. gym/cartpole.")
-    budget: int = Field(..., ge=1, description="Training episodes the agent may spend (at least 1).")
+    budget: int = Field(
+        ..., ge=1, description="Training episodes the agent may spend (at least 1)."
+    )
     root: Path | None = Field(None, description="Explicit run directory (wins over runs).")
     runs: Path | None = Field(
         None, description="Base directory; the run lands in runs/<model>/<env>/<exp_id>."
