@@ -31,7 +31,6 @@ SUITES = [
 # Episodes a budget-128 run plays relative to a calibration run (budget 32, 8 + 32 hidden
 # cases): train + validation of every ok checkpoint + held-out.
 AGENT_COST = {"random": 1.3, "cmaes": 2.6, "explore": 2.6, "hillclimb": 7.0}
-COMMAND = "nice -n 10 uv run python benchmarks/core16_baselines.py run"
 
 
 def _calibration_seconds(env: str) -> float:
@@ -100,15 +99,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+BEGIN, END = "<!-- table: begin -->", "<!-- table: end -->"
+
+
 def table(args: argparse.Namespace) -> int:
+    """Print the table, or write it between the table markers of ``--output``."""
     from evopolicygym.report import baseline_markdown
 
+    output = Path(args.output).resolve() if args.output else None
     os.chdir(REPO)
-    text = baseline_markdown([p.relative_to(REPO) for p in SUITES if p.exists()], command=COMMAND)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    else:
+    text = baseline_markdown([p.relative_to(REPO) for p in SUITES if p.exists()])
+    if output is None:
         sys.stdout.write(text)
+        return 0
+    page = output.read_text(encoding="utf-8")
+    head, rest = page.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    output.write_text(f"{head}{BEGIN}\n{text}{END}{tail}", encoding="utf-8")
     return 0
 
 

@@ -1,6 +1,7 @@
 """Reports from run records: results table (Parquet), rank score, learning curves, HTML."""
 
 from ._archive import archive_cells, published_archive, read_archive
+from ._baselines import baseline_markdown
 from ._build import Report, ReportFiles, assemble, build_report, run_line
 from ._curves import plot_learning_curves
 from ._rank import cells_from_runs, place_entrants, rank_scores
@@ -12,6 +13,7 @@ __all__ = [
     "ReportFiles",
     "archive_cells",
     "assemble",
+    "baseline_markdown",
     "build_report",
     "cells_from_runs",
     "learning_curve",

@@ -343,6 +343,40 @@ def assemble(
     return Report(title=suite.name, table=table, comparisons=comparisons)
 
 
+DIAGNOSTICS_NOTE = (
+    "Budget: episodes per charged submit, in order. Gap: validation mean minus held-out mean "
+    "of the selected checkpoint (positive: validation flattered it). To 50%/80%: training "
+    "episodes spent when the best train mean first covered that share of its rise from the "
+    "first ok submit to its final value. Churn: lines added plus removed between consecutive "
+    "checkpoints. Edits: parametric when every Python file keeps its syntax tree up to "
+    "constants (data files may change), structural otherwise."
+)
+
+
+def diagnostics_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The report's per-run diagnostics (see ``DIAGNOSTICS_NOTE``)."""
+
+    def budget(costs) -> str:
+        costs = list(costs) if costs is not None else []
+        text = ",".join(str(c) for c in costs[:12])
+        return text + (f",… ({len(costs)} submits)" if len(costs) > 12 else "")
+
+    return pd.DataFrame(
+        {
+            "job": table["job"],
+            "entrant": table["entrant"],
+            "env": table["env"],
+            "budget": [budget(c) for c in table["episodes_per_submit"]],
+            "gap": table["val_heldout_gap"],
+            "to 50%": table["episodes_to_50"],
+            "to 80%": table["episodes_to_80"],
+            "churn": table["churn_total"],
+            "parametric": table["edits_parametric"],
+            "structural": table["edits_structural"],
+        }
+    )
+
+
 STATS_NOTE = (
     "Intervals are 95% percentile bootstrap intervals (scipy.stats.bootstrap, 2000 resamples), "
     "stratified by entrant and environment: each suite cell's held-out episodes (of all its "
@@ -385,6 +419,9 @@ def _markdown(report: Report) -> str:
                 f"### Probability of improvement\n\n{markdown_table(comparison.improvement)}"
             )
     parts.append(f"## Runs\n\n{markdown_table(report.table[RUN_COLUMNS])}")
+    parts.append(
+        f"## Diagnostics\n\n{markdown_table(diagnostics_table(report.table))}\n{DIAGNOSTICS_NOTE}\n"
+    )
     return "\n".join(parts)
 
 
@@ -441,6 +478,9 @@ submit spends budget; only ok submits can raise the best).</p>
 <img alt="learning curves" src="data:image/png;base64,{image}">
 <h2>Runs</h2>
 {html_table(runs, row_class=failed)}
+<h2>Diagnostics</h2>
+{html_table(diagnostics_table(report.table))}
+<p class="note">{html.escape(DIAGNOSTICS_NOTE)}</p>
 </body></html>
 """
 

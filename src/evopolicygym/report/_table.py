@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from ..protocol import RunRecord
 from ..suites import Suite
+from ._diagnostics import DIAGNOSTIC_COLUMNS, diagnostics
 from ._protocol import fingerprint_of
 
 # Statuses beyond run.json's outcome.status: the record is absent, or present but unreadable.
@@ -45,6 +46,7 @@ COLUMNS = [
     "protocol",
     "fingerprint",
     "heldout_se",
+    *DIAGNOSTIC_COLUMNS,
     "record_path",
     "curve_episodes",
     "curve_best",
@@ -132,6 +134,8 @@ def record_row(path: Path) -> dict:
         "curve_episodes": [],
         "curve_best": [],
         "heldout_returns": [],
+        "episodes_per_submit": [],
+        "churn_lines": [],
     }
     if not path.exists():
         return {**row, "status": MISSING, "error": f"{path} does not exist"}
@@ -140,7 +144,7 @@ def record_row(path: Path) -> dict:
     except (OSError, ValueError, ValidationError) as error:
         summary = str(error).splitlines()[0] if str(error) else type(error).__name__
         return {**row, "status": UNREADABLE, "error": f"{type(error).__name__}: {summary}"}
-    return {**row, **_row_from_record(record)}
+    return {**row, **_row_from_record(record), **diagnostics(record, path.parent)}
 
 
 def results_table(paths: Iterable[Path] = (), *, suite: Suite | None = None) -> pd.DataFrame:
@@ -183,9 +187,22 @@ def results_table(paths: Iterable[Path] = (), *, suite: Suite | None = None) -> 
         "heldout_mean_return",
         "heldout_std_return",
         "heldout_se",
+        "val_heldout_gap",
     ):
         table[column] = pd.to_numeric(table[column], errors="coerce").astype("float64")
-    for column in ("best_submit_index", "n_submits", "n_ok_submits", "budget_limit", "budget_used"):
+    for column in (
+        "best_submit_index",
+        "n_submits",
+        "n_ok_submits",
+        "budget_limit",
+        "budget_used",
+        "episodes_to_50",
+        "episodes_to_80",
+        "churn_total",
+        "edits_parametric",
+        "edits_structural",
+        "edits_unchanged",
+    ):
         table[column] = table[column].astype("Int64")
     for column in (
         "suite",
