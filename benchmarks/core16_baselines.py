@@ -44,7 +44,7 @@ def _calibration_seconds(env: str) -> float:
     return 600.0
 
 
-def _jobs(repeats: int, skip: set[str]):
+def _jobs(repeats: int, skip: set[str], first: list[str] | None = None):
     from evopolicygym.suites import load_suite
 
     jobs = []
@@ -57,7 +57,14 @@ def _jobs(repeats: int, skip: set[str]):
                 continue
             cost = _calibration_seconds(job.env) * AGENT_COST.get(job.agent_label, 3.0)
             jobs.append((job.repeat, cost, suite, job))
-    return sorted(jobs, key=lambda item: (item[0], item[1]))
+    first = first or []
+
+    def priority(item) -> tuple:
+        job = item[3]
+        matches = [i for i, text in enumerate(first) if text in job.name]
+        return (min(matches) if matches else len(first), item[0], item[1])
+
+    return sorted(jobs, key=priority)
 
 
 def _ensure_data(suite, job) -> None:
@@ -77,7 +84,7 @@ def _ensure_data(suite, job) -> None:
 
 def run(args: argparse.Namespace) -> int:
     os.chdir(REPO)
-    jobs = _jobs(args.repeats, set(args.skip))
+    jobs = _jobs(args.repeats, set(args.skip), args.first)
     print(f"{len(jobs)} jobs, cheapest first", flush=True)
     for number, (_repeat, cost, suite, job) in enumerate(jobs, 1):
         if job.record_path.exists():
@@ -126,6 +133,12 @@ def main() -> int:
     play.add_argument("--repeats", type=int, default=3, help="repeats to play (default 3)")
     play.add_argument("--skip", action="append", default=[], help="environment id to leave out")
     play.add_argument("--jobs", type=int, default=2, help="policy workers per run (default 2)")
+    play.add_argument(
+        "--first",
+        action="append",
+        metavar="TEXT",
+        help="play jobs whose name contains TEXT first, in the order given (repeatable)",
+    )
     play.set_defaults(handler=run)
     write = commands.add_parser("table", help="write the measured table (Markdown)")
     write.add_argument("--output", help="file to write (default: print)")
