@@ -128,10 +128,11 @@ def _run_config(args: argparse.Namespace):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from evopolicygym.display import RunDisplay
     from evopolicygym.runs import run_from_config, run_root
 
     config = _run_config(args)
-    record = run_from_config(config, rerun=args.rerun)
+    record = run_from_config(config, rerun=args.rerun, display=RunDisplay(verbose=args.verbose))
     outcome = record.outcome
     print(
         json.dumps(
@@ -286,6 +287,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the run in ROOT with the settings it was started with",
     )
     source.add_argument("--suite", metavar="FILE", help="suite config; run the job named by --job")
+    source.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print every progress event (default: one updating line per phase on a terminal, "
+        "a plain line per phase every 15 s elsewhere)",
+    )
     source.add_argument(
         "--rerun",
         action="store_true",

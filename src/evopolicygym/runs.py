@@ -170,10 +170,11 @@ class EventLog:
         "judge.error",
     }
 
-    def __init__(self, path: Path, progress: Progress, label: str):
+    def __init__(self, path: Path, progress: Progress, label: str, display=None):
         self.path = path
         self.progress = progress
         self.label = label
+        self.display = display  # a RunDisplay takes every event instead of the SHOWN lines
 
     def __call__(self, event: str, **fields: Any) -> None:
         with open(self.path, "a", encoding="utf-8") as handle:
@@ -183,7 +184,9 @@ class EventLog:
                 )
                 + "\n"
             )
-        if event in self.SHOWN:
+        if self.display is not None:
+            self.display.event(self.label, event, fields)
+        elif event in self.SHOWN:
             details = " ".join(f"{k}={_short(v)}" for k, v in fields.items())
             self.progress(f"[{self.label}] {event} {details}")
 
@@ -325,16 +328,23 @@ def load_saved_config(root: Path) -> RunConfig:
 
 
 def run_from_config(
-    config: RunConfig, *, progress: Progress = stderr_progress, rerun: bool = False
+    config: RunConfig,
+    *,
+    progress: Progress = stderr_progress,
+    rerun: bool = False,
+    display=None,
 ) -> RunRecord:
     """Run (or resume, or just return) the run described by ``config``.
 
     Everything that can be refused is refused before anything is written: an unknown
     environment, pools larger than the split, and (:class:`SettingsChangedError`) a run
     directory that was started or finished with other settings. ``rerun`` first moves an
-    existing run directory aside (:func:`archive_run`) and starts afresh."""
+    existing run directory aside (:func:`archive_run`) and starts afresh. ``display`` (an
+    :class:`evopolicygym.display.RunDisplay`) replaces ``progress`` with phase progress."""
     from evopolicygym.agents import agents_md_text
 
+    if display is not None:
+        progress = display.line
     paths = RunPaths(run_root(config).resolve())  # workers get absolute checkpoint paths
     spec = get_env(config.run.env, bulk=config.run.bulk)
     splits = run_splits(config, spec)
@@ -354,7 +364,7 @@ def run_from_config(
         if not paths.agents_md.exists():
             paths.agents_md.write_text(agents_md_text())
         label = f"{config.run.model}/{spec.id}/{config.run.exp_id}"
-        events = EventLog(paths.logs / "harness.log", progress, label)
+        events = EventLog(paths.logs / "harness.log", progress, label, display)
         ledger = Ledger.open(
             paths.private / "journal.jsonl",
             config.run.budget,
@@ -373,12 +383,20 @@ def run_from_config(
             compress_images=config.run.compress_images,
         )
         judge = Judge(settings, paths.judge_paths(), ledger, events, paths.logs / "workers.log")
+        finalize_progress = (
+            (lambda line: display.finalize(label, line))
+            if display is not None
+            else (lambda line: progress(f"[{label}] finalize {line}"))
+        )
         try:
             return _drive_and_finish(
-                config, spec, splits, paths, ledger, judge, events, settings, label, progress
-            )
+                config, spec, splits, paths, ledger, judge, events, settings, label, progress,
+                finalize_progress,
+            )  # fmt: skip
         finally:
             judge.shutdown()
+            if display is not None:
+                display.close()
 
 
 @contextlib.contextmanager
@@ -394,7 +412,7 @@ def _last_agent_error(transcript) -> str | None:
 
 
 def _drive_and_finish(
-    config, spec, splits, paths, ledger, judge, events, settings, label, progress
+    config, spec, splits, paths, ledger, judge, events, settings, label, progress, finalize_progress
 ) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
     from evopolicygym.agents import Launch, drive, make_harness
@@ -445,7 +463,7 @@ def _drive_and_finish(
         )
     else:
         events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
-        selection = judge.finalize(lambda line: progress(f"[{label}] finalize {line}"))
+        selection = judge.finalize(finalize_progress)
         outcome = _outcome(selection)
     record = _record(
         config,

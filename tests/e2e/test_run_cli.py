@@ -276,3 +276,16 @@ def test_a_finished_run_with_other_settings_is_refused_and_rerun_archives_it(tmp
     (archived,) = root.parent.glob("default.archived-*")
     assert (archived / "run.json").read_text() == before
     assert not (archived / ".judge" / "lock").exists()
+
+
+@pytest.mark.slow
+def test_progress_is_a_few_lines_in_a_log_and_every_event_with_verbose(tmp_path):
+    common = ("run", "--env", "toy", "--agent", "builtin:hillclimb", "--budget", "16")
+    quiet = evopolicygym(*common, "--runs", str(tmp_path / "a"))
+    verbose = evopolicygym(*common, "--runs", str(tmp_path / "b"), "-v")
+    assert quiet.returncode == 0 and verbose.returncode == 0
+    quiet_lines = quiet.stderr.splitlines()
+    assert len(quiet_lines) <= 8, quiet.stderr
+    assert any("validation:" in line and "checkpoint" in line for line in quiet_lines)
+    assert any("held-out:" in line for line in quiet_lines)
+    assert sum("submit.finish" in line for line in verbose.stderr.splitlines()) == 16
