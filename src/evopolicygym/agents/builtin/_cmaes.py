@@ -40,7 +40,9 @@ from ._serve import CannotPlay
 
 STATE_FILE = "cmaes_state.pkl"
 IMAGE_GRID = 4
-INITIAL_SIGMA = 0.5
+# Step size per output: a candidate's pre-activations then have a standard deviation of about
+# INITIAL_SPREAD whatever the number of features, instead of saturating every action.
+INITIAL_SPREAD = 0.5
 MIN_GENERATIONS = 6
 DIAGONAL_ABOVE = 100
 FINAL_SUBMITS = 2
@@ -133,7 +135,8 @@ class CmaesAgent:
             # adaptation) injects samples that a population of 2 has no room for.
             "AdaptSigma": cma.sigma_adaptation.CMAAdaptSigmaCSA,
         }
-        strategy = cma.CMAEvolutionStrategy(np.zeros(n_params), INITIAL_SIGMA, options)
+        sigma = INITIAL_SPREAD / math.sqrt(features.size + 1)
+        strategy = cma.CMAEvolutionStrategy(np.zeros(n_params), sigma, options)
         return CmaesState(plan=plan, strategy=strategy)
 
     def _save(self) -> None:
