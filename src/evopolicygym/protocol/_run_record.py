@@ -100,8 +100,16 @@ class ProtocolFingerprint(_Record):
     max_episode_steps: int | None = None
     harness_version: str | None = None
 
-    # Fields that can differ between the environments of one comparison.
-    PER_ENV: ClassVar[tuple[str, ...]] = ("env", "env_version", "max_episode_steps")
+    # Fields that can differ between the environments of one comparison (each environment has
+    # its own step cap and train pool, hence its own case lists); runs of one environment must
+    # still agree on them.
+    PER_ENV: ClassVar[tuple[str, ...]] = (
+        "env",
+        "env_version",
+        "max_episode_steps",
+        "train_cases",
+        "cases",
+    )
 
     def settings(self, *, per_env: bool = True) -> dict[str, Any]:
         """The fields that decide comparability (``cases_seed`` only labels ``cases``);

@@ -101,13 +101,13 @@ def published_fingerprints(archive_csv: Path, envs: list[str]) -> dict[str, Prot
 
 
 def describe(fingerprint: ProtocolFingerprint) -> str:
-    """One line for people: ``budget 128 (1..128 per submit), cases 1024/64/256 seed 0, ...``."""
+    """One line for people: ``budget 128 (1..128 per submit), 64 validation and 256 held-out
+    seed-0 cases, harness 0.2.0`` (the protocol-level fields of a comparison)."""
     f = fingerprint
-    split = f"seed {f.cases_seed}" if f.cases_seed is not None else f"cases {str(f.cases)[:19]}"
+    split = f"seed-{f.cases_seed} cases" if f.cases_seed is not None else "private cases"
     text = (
         f"budget {f.budget} ({f.min_episodes_per_submit}..{f.max_episodes_per_submit} per "
-        f"submit), train/validation/held-out {f.train_cases}/{f.valid_size}/{f.heldout_size} "
-        f"({split})"
+        f"submit), {f.valid_size} validation and {f.heldout_size} held-out {split}"
     )
     if f.harness_version:
         text += f", harness {f.harness_version}"
