@@ -209,6 +209,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = build_report(suite, ReportFiles.in_dir(output), archive=archive)
     print(report.final_table())
     print(f"report: {output / 'report.html'}")
+    if args.screenshot:
+        from evopolicygym.report import screenshot
+
+        print(f"screenshot: {screenshot(output / 'report.html', Path(args.screenshot))}")
     return 0
 
 
@@ -402,6 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="published results to rank against on shared environments (default: the checkout's archive/core16/heldout_returns.csv)",
     )
     report.add_argument("--no-archive", action="store_true", help="rank the suite's agents only")
+    report.add_argument(
+        "--screenshot",
+        metavar="PNG",
+        help="also render report.html in headless Chromium at 1366x900 and save it as PNG",
+    )
     report.set_defaults(handler=cmd_report)
 
     check = commands.add_parser(
@@ -520,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     from evopolicygym.calibration import CalibrationError
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
+    from evopolicygym.report import ScreenshotError
     from evopolicygym.runs import RunLockedError
 
     # SIGTERM (scancel, Snakemake, Kubernetes) unwinds like Ctrl-C: workers stopped, journal
@@ -539,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         MissingExtraError,
         UnknownEnvironmentError,
         RunLockedError,
+        ScreenshotError,
         FileNotFoundError,
         ValueError,
     ) as exc:
