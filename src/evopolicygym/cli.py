@@ -335,7 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--port", type=int, help="judge port (default 0: any free port)")
     agent = run.add_argument_group("agent")
     agent.add_argument(
-        "--agent", help="command | codex | claude | kimi | builtin:random | builtin:hillclimb"
+        "--agent",
+        help="command | codex | claude | kimi | builtin:random | builtin:hillclimb | "
+        "builtin:cmaes | builtin:explore",
     )
     agent.add_argument("--agent-name", help="log and session name")
     agent.add_argument("--limit", type=int, help="turn limit (default: the budget)")

@@ -74,7 +74,7 @@ AgentKind = Literal["command", "codex", "claude", "kimi", "builtin"]
 class AgentSection(_Strict):
     kind: str = Field(
         "command",
-        description="command | codex | claude | kimi | builtin:<name> (random, hillclimb).",
+        description="command | codex | claude | kimi | builtin:<name> (random, hillclimb, cmaes, explore).",
     )
     argv: list[str] = Field(default_factory=list, description="Command adapter argv.")
     name: str = Field("agent", description="Log and session name.")
