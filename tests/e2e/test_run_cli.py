@@ -289,3 +289,32 @@ def test_progress_is_a_few_lines_in_a_log_and_every_event_with_verbose(tmp_path)
     assert any("validation:" in line and "checkpoint" in line for line in quiet_lines)
     assert any("held-out:" in line for line in quiet_lines)
     assert sum("submit.finish" in line for line in verbose.stderr.splitlines()) == 16
+
+
+@pytest.mark.slow
+def test_a_one_env_suite_at_the_published_protocol_is_ranked_beside_the_published_entrants(
+    tmp_path,
+):
+    suite = tmp_path / "one-suite.toml"
+    suite.write_text(
+        f"[suite]\nroot = '{tmp_path / 'runs'}'\nname = 'one'\nthreads = 2\n"
+        "[[run]]\nenv = 'gym/acrobot'\nbulk = true\nbudget = 128\nmaximum = 128\n"
+        f"data = '{tmp_path / 'data'}'\nvalid_size = 64\nfinal_size = 256\n"
+        "[[agent]]\nkind = 'builtin:random'\nname = 'random'\n"
+    )
+    sizes = ("--train-size", "1024", "--valid-size", "64", "--heldout-size", "256")
+    made = evopolicygym(
+        "data", "make", "--env", "gym/acrobot", "--root", str(tmp_path / "data"), *sizes
+    )
+    assert made.returncode == 0, made.stderr
+    job = "000_gym_acrobot_random_r00"
+    ran = evopolicygym("run", "--suite", str(suite), "--job", job, "--jobs", "2")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    output = tmp_path / "report"
+    report = evopolicygym("report", "--suite", str(suite), "--output", str(output))
+    assert report.returncode == 0, report.stderr[-2000:]
+    leaderboard = (output / "leaderboard.md").read_text()
+    assert "ranked beside these runs on 1 environment(s)" in leaderboard
+    for entrant in ("GPT-5.5 (Codex)", "uniform random", "random"):
+        assert f"| {entrant} |" in leaderboard
+    assert "Runs under another protocol" not in leaderboard

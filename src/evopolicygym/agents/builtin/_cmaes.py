@@ -184,6 +184,10 @@ class CmaesAgent:
         self._save()
         return text
 
+    def scores(self, answer, returns: list[float | None]) -> list[float]:
+        """What the search maximizes per member: the episode's return (-inf if it errored)."""
+        return [r if r is not None else -math.inf for r in returns]
+
     def _generation(self, budget: BudgetView) -> str:
         state = self.state
         population = state.strategy.ask()
@@ -195,7 +199,7 @@ class CmaesAgent:
         if returns is None or len(returns) != len(population):
             return f"CMA-ES generation: {_outcome(answer)}; nothing learned"
         # cma minimizes; an episode that errored has a null return and ranks last.
-        scores = [r if r is not None else -math.inf for r in returns]
+        scores = self.scores(answer, returns)
         worst = min((s for s in scores if math.isfinite(s)), default=0.0)
         state.strategy.tell(population, [-(s if math.isfinite(s) else worst - 1) for s in scores])
         state.generations += 1

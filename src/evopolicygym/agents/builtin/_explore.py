@@ -1,7 +1,13 @@
-"""builtin:explore: search over the count-based exploration rules of ``policy_explore.py``.
+"""builtin:explore: search for sparse-reward tasks, where a random walk rarely reaches a reward
+and the return alone gives a search no gradient to follow.
 
-For sparse-reward tasks with Discrete actions (MiniGrid), where a random walk rarely reaches a
-reward and a linear map has no gradient to follow. The policy explores systematically by itself
+Goal tasks with continuous actions (observations with ``achieved_goal`` and ``desired_goal``,
+such as Fetch): CMA-ES over the linear policy as in builtin:cmaes, ranking members by their
+return plus a shaped score read from their feedback: the share of the goal distance the episode
+closed, and whether it moved the achieved goal at all (novelty: a policy that touches the object
+is worth refining even before it earns a reward). See :class:`GoalCmaesAgent`.
+
+Discrete actions (MiniGrid): the count-based exploration rules of ``policy_explore.py``. The policy explores systematically by itself
 (it prefers untried actions and rarely seen observations within an episode); the agent searches
 the rule's few parameters (a preference per action, the weight ``beta`` of next-observation
 counts) with the budget:
@@ -30,11 +36,59 @@ import numpy as np
 from ._agents import _outcome, _policy_source, _system_dir, _waiting, _write_atomic
 from ._budget import BudgetView
 from ._client import JudgeClient
-from ._cmaes import CmaesPlan, plan_budget
+from ._cmaes import CmaesAgent, CmaesPlan, plan_budget
 from ._serve import CannotPlay
 
 STATE_FILE = "explore_state.pkl"
 MUTATION = 0.5
+GOAL_KEYS = ("achieved_goal", "desired_goal")
+CLOSED_WEIGHT = 25.0  # return points for closing the whole initial goal distance
+MOVED_WEIGHT = 10.0  # return points for moving the achieved goal by MOVED_SCALE or more
+MOVED_SCALE = 0.05
+
+
+def is_goal_task(meta: dict[str, Any]) -> bool:
+    obs, action = meta["obs_space"], meta["action_space"]
+    spaces = obs.get("spaces", {}) if obs.get("type") == "Dict" else {}
+    return action.get("type") == "Box" and all(key in spaces for key in GOAL_KEYS)
+
+
+def goal_progress(episode: Path) -> tuple[float, float] | None:
+    """(share of the initial goal distance closed, distance the achieved goal moved) of one
+    feedback episode, from its stored observations; None when they cannot be read."""
+    try:
+        stored = np.load(episode / "observations.npz")
+        achieved, desired = stored["achieved_goal"], stored["desired_goal"]
+    except (OSError, KeyError, ValueError):
+        return None
+    if len(achieved) == 0:
+        return None
+    start = float(np.linalg.norm(achieved[0] - desired[0]))
+    end = float(np.linalg.norm(achieved[-1] - desired[-1]))
+    moved = float(np.linalg.norm(achieved[-1] - achieved[0]))
+    return (start - end) / max(start, 1e-6), moved
+
+
+class GoalCmaesAgent(CmaesAgent):
+    """builtin:cmaes with a shaped score for goal tasks (see the module text)."""
+
+    def scores(self, answer, returns):
+        base = super().scores(answer, returns)
+        folder = self.system.parent / "feedback" / f"submit_{answer.body.get('submit_id', 0):03d}"
+        episodes = sorted((folder / "episodes").glob("ep_*"))
+        if len(episodes) != len(base):
+            return base
+        shaped = []
+        for score, episode in zip(base, episodes, strict=True):
+            progress = goal_progress(episode)
+            if progress is None or not math.isfinite(score):
+                shaped.append(score)
+                continue
+            closed, moved = progress
+            shaped.append(
+                score + CLOSED_WEIGHT * closed + MOVED_WEIGHT * min(moved / MOVED_SCALE, 1.0)
+            )
+        return shaped
 
 
 @dataclass
@@ -61,6 +115,7 @@ class ExploreAgent:
         self.system = system or _system_dir()
         self.seed = seed
         self.state: ExploreState | None = None
+        self.goal_search: GoalCmaesAgent | None = None
 
     @property
     def state_file(self) -> Path:
@@ -74,8 +129,9 @@ class ExploreAgent:
         action_space = meta["action_space"]
         if action_space.get("type") != "Discrete":
             raise CannotPlay(
-                f"builtin:explore plays Discrete action spaces only; {meta['env']} has "
-                f"{action_space.get('type')} actions: use builtin:cmaes"
+                f"builtin:explore plays goal tasks with Box actions and tasks with Discrete "
+                f"actions; {meta['env']} has {action_space.get('type')} actions and no "
+                "achieved/desired goal: use builtin:cmaes"
             )
         n_actions = int(action_space["n"])
         plan = plan_budget(n_actions + 1, budget, (n_actions, 0))
@@ -117,6 +173,10 @@ class ExploreAgent:
         waiting = _waiting(budget)
         if waiting:
             return waiting
+        if self.goal_search is None and self.state is None and is_goal_task(info["env_meta"]):
+            self.goal_search = GoalCmaesAgent(self.client, self.system, seed=self.seed)
+        if self.goal_search is not None:
+            return self.goal_search.turn().replace("CMA-ES", "Goal-shaped CMA-ES", 1)
         if self.state is None:
             self.state = self._start(info, budget)
         state, plan = self.state, self.state.plan
