@@ -67,12 +67,12 @@ def test_smoke_suite_runs_reports_and_then_has_nothing_to_do(tmp_path):
     assert "| random |" in leaderboard and "| hillclimb |" in leaderboard
     # One protocol, with intervals; the published budget-128 entrants stay out of it.
     assert "Runs under another protocol" not in leaderboard
-    assert "rank_ci" in leaderboard and re.search(
+    assert "rank score 95% CI" in leaderboard and re.search(
         r"\| \[-?\d+\.\d{3}, -?\d+\.\d{3}\] \|", leaderboard
     )
     assert "GPT-5.5" not in leaderboard and "not ranked here: their protocol differs" in leaderboard
     page = (results / "report.html").read_text()
-    assert "<h2>Leaderboard: protocol " in page and "data:image/png;base64," in page
+    assert "<h2>Leaderboard</h2>" in page and "data:image/png;base64," in page
     assert (tmp_path / "runs/smoke/random/toy/000_toy_random_r00/workspace").is_dir()
     assert (tmp_path / "results/logs/run/smoke").is_dir()
 

@@ -129,10 +129,16 @@ class ProtocolFingerprint(_Record):
         side never differs)."""
         mine, theirs = self.settings(per_env=per_env), other.settings(per_env=per_env)
         return [
-            f"{key}: {mine[key]} vs {theirs[key]}"
+            f"{key}: {_short(mine[key])} vs {_short(theirs[key])}"
             for key in mine
             if mine[key] is not None and theirs[key] is not None and mine[key] != theirs[key]
         ]
+
+
+def _short(value: Any) -> str:
+    """Digests shortened to 12 hex digits for messages."""
+    text = str(value)
+    return text[:19] if text.startswith("sha256:") else text
 
 
 class RunRecord(_Record):

@@ -242,10 +242,10 @@ def _improvement(cells: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
                     "versus": second,
                     "envs": len(xs),
                     "P(entrant > versus)": point,
-                    "ci": interval.text(),
+                    "95% CI": interval.text(),
                 }
             )
-    return pd.DataFrame(rows, columns=["entrant", "versus", "envs", "P(entrant > versus)", "ci"])
+    return pd.DataFrame(rows, columns=["entrant", "versus", "envs", "P(entrant > versus)", "95% CI"])
 
 
 def _comparisons(
@@ -308,7 +308,8 @@ def _with_published(cells, part, part_prints, archive, published) -> tuple[pd.Da
         )
         if theirs is None or mine is None:
             continue
-        differences = mine.differences(theirs)
+        # Name the protocol-level differences; per-environment ones only when those are all.
+        differences = mine.differences(theirs, per_env=False) or mine.differences(theirs)
         if differences:
             apart[env] = differences
         else:
@@ -390,10 +391,26 @@ STATS_NOTE = (
 )
 
 
+# Column names as people read them (the CSV keeps the short names).
+BOARD_LABELS = {
+    "rank_score": "rank score",
+    "rank_ci": "rank score 95% CI",
+    "iqm_normalised": "IQM normalised",
+    "iqm_ci": "IQM 95% CI",
+    "top_two": "top two",
+}
+
+
+def _shown(board: pd.DataFrame) -> pd.DataFrame:
+    return board.rename(columns=BOARD_LABELS)
+
+
 def _heading(comparison: Comparison, number: int) -> str:
-    if number == 0:
-        return f"Leaderboard: {comparison.title()}"
-    return f"Runs under another protocol: {comparison.title()}"
+    return "Leaderboard" if number == 0 else "Runs under another protocol"
+
+
+def _protocol_line(comparison: Comparison) -> str:
+    return f"Protocol {comparison.title().removeprefix('protocol ')}."
 
 
 def _differences(comparison: Comparison) -> str:
@@ -406,10 +423,14 @@ def _markdown(report: Report) -> str:
     parts = [f"# {report.title}\n\n{report.summary_line()}\n"]
     for number, comparison in enumerate(report.comparisons):
         parts.append(f"## {_heading(comparison, number)}\n")
-        for line in (_differences(comparison), comparison.published_note):
+        for line in (
+            _protocol_line(comparison),
+            _differences(comparison),
+            comparison.published_note,
+        ):
             if line:
                 parts.append(f"{line}\n")
-        parts.append(markdown_table(comparison.board))
+        parts.append(markdown_table(_shown(comparison.board)))
         parts.append(f"{RANK_NOTE}\n\n{STATS_NOTE}\n")
         parts.append(
             f"### Held-out return per environment\n\n{markdown_table(comparison.per_env())}"
@@ -433,7 +454,7 @@ def _html(report: Report, curves: Path) -> str:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     sections = []
     for number, comparison in enumerate(report.comparisons):
-        notes = "".join(
+        notes = f'<p class="protocol">{html.escape(_protocol_line(comparison))}</p>' + "".join(
             f'<p class="note">{html.escape(line)}</p>'
             for line in (_differences(comparison), comparison.published_note)
             if line
@@ -445,7 +466,7 @@ def _html(report: Report, curves: Path) -> str:
         )
         sections.append(
             f"<h2>{html.escape(_heading(comparison, number))}</h2>{notes}"
-            f"{html_table(comparison.board)}"
+            f"{html_table(_shown(comparison.board))}"
             f"<h3>Held-out return per environment</h3>{html_table(comparison.per_env())}"
             f"{improvement}"
         )
@@ -466,6 +487,7 @@ td.wrap {{ white-space: normal; min-width: 20em; }}
 img {{ max-width: 100%; }}
 h2 {{ margin-top: 1.6em; border-bottom: 1px solid #ddd; }}
 .note {{ color: #555; font-size: 0.9em; max-width: 60em; }}
+.protocol {{ font-family: ui-monospace, monospace; font-size: 0.85em; color: #333; }}
 </style></head><body>
 <h1>{title}</h1>
 <p>{html.escape(report.summary_line())}. Generated {stamp}.</p>
