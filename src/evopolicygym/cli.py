@@ -85,6 +85,7 @@ def _run_config(args: argparse.Namespace):
         ("valid_size", "valid_size"),
         ("final_size", "final_size"),
         ("jobs", "jobs"),
+        ("isolation", "isolation"),
     ):
         value = getattr(args, flag)
         if value is not None:
@@ -125,6 +126,15 @@ def _run_config(args: argparse.Namespace):
         if args.bind is not None:
             server["bind"] = args.bind
     return RunConfig.model_validate(data)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from evopolicygym.judge import verify_run
+
+    checks = verify_run(Path(args.run_dir))
+    for passed, text in checks:
+        print(f"{'ok  ' if passed else 'FAIL'} {text}")
+    return 0 if all(passed for passed, _ in checks) else 1
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -331,6 +341,13 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--jobs", type=int, help="policy worker processes (default: number of cores)"
     )
+    where.add_argument(
+        "--isolation",
+        choices=["auto", "namespaced", "basic", "process"],
+        help="how policy code is isolated: namespaced (bubblewrap + Landlock + seccomp), basic "
+        "(Landlock + seccomp), process (processes and limits only); auto (default) = the "
+        "strongest that works here. A level that does not work stops the run, saying why",
+    )
     where.add_argument("--bind", help="judge address (default 127.0.0.1)")
     where.add_argument("--port", type=int, help="judge port (default 0: any free port)")
     agent = run.add_argument_group("agent")
@@ -351,6 +368,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="after --: the command agent's argv, or the CLI binary and extra args",
     )
     run.set_defaults(handler=cmd_run)
+
+    verify = commands.add_parser(
+        "verify",
+        help="check a run directory's integrity",
+        description="Re-check a run directory with its private key: the journal's HMAC chain, "
+        "every ok checkpoint against the hash journaled at its submit, run.json's seal, and "
+        "that the final score is the mean of the journaled held-out returns. Exit status 0 when "
+        "every check passes, 1 otherwise.",
+    )
+    verify.add_argument("run_dir", help="the run directory (holds run.json and .judge/)")
+    verify.set_defaults(handler=cmd_verify)
 
     data = commands.add_parser("data", help="case split files").add_subparsers(
         dest="data_command", metavar="ACTION", required=True
@@ -531,8 +559,10 @@ def main(argv: list[str] | None = None) -> int:
     from evopolicygym.calibration import CalibrationError
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
+    from evopolicygym.judge import IntegrityError, JournalCorrupt
     from evopolicygym.report import ScreenshotError
     from evopolicygym.runs import RunLockedError
+    from evopolicygym.sandbox import IsolationUnavailable
 
     # SIGTERM (scancel, Snakemake, Kubernetes) unwinds like Ctrl-C: workers stopped, journal
     # closed, run lock released, so the run can be resumed.
@@ -551,6 +581,9 @@ def main(argv: list[str] | None = None) -> int:
         MissingExtraError,
         UnknownEnvironmentError,
         RunLockedError,
+        IsolationUnavailable,
+        JournalCorrupt,
+        IntegrityError,
         ScreenshotError,
         FileNotFoundError,
         ValueError,

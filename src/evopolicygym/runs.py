@@ -38,6 +38,9 @@ from evopolicygym.judge import (
     JudgeSettings,
     Ledger,
     Selection,
+    interpreter_fingerprint,
+    load_key,
+    seal,
     utc_now,
     write_atomic,
 )
@@ -45,6 +48,7 @@ from evopolicygym.protocol import (
     HARNESS_VERSION,
     AgentRecord,
     BudgetRecord,
+    LimitsSection,
     Outcome,
     ProtocolFingerprint,
     RunConfig,
@@ -52,6 +56,8 @@ from evopolicygym.protocol import (
     RunRecord,
     Timing,
 )
+from evopolicygym.rollout import WorkerPool
+from evopolicygym.sandbox import IsolationPlan, probe
 
 Progress = Callable[[str], None]
 
@@ -348,6 +354,7 @@ def run_from_config(
     paths = RunPaths(run_root(config).resolve())  # workers get absolute checkpoint paths
     spec = get_env(config.run.env, bulk=config.run.bulk)
     splits = run_splits(config, spec)
+    plan = probe(config.run.isolation)  # an unavailable level stops here, before any file
     if rerun:
         with _Lock(paths.private / "lock") if paths.private.exists() else _nothing():
             archived = archive_run(paths.root)
@@ -365,36 +372,44 @@ def run_from_config(
             paths.agents_md.write_text(agents_md_text())
         label = f"{config.run.model}/{spec.id}/{config.run.exp_id}"
         events = EventLog(paths.logs / "harness.log", progress, label, display)
-        ledger = Ledger.open(
-            paths.private / "journal.jsonl",
-            config.run.budget,
-            checkpoints=paths.checkpoints,
-            feedback=paths.feedback,
+        jobs = config.run.jobs or os.cpu_count() or 1
+        pool = WorkerPool(
+            spec.model_dump(), jobs, config.limits, paths.logs / "workers.log", plan=plan
         )
-        settings = JudgeSettings(
-            spec=spec,
-            schemas=spec.describe(),
-            splits=splits,
-            budget=config.run.budget,
-            minimum=config.run.minimum,
-            maximum=config.run.maximum or max(config.run.budget, 1),
-            limits=config.limits,
-            jobs=config.run.jobs or os.cpu_count() or 1,
-            compress_images=config.run.compress_images,
-        )
-        judge = Judge(settings, paths.judge_paths(), ledger, events, paths.logs / "workers.log")
         finalize_progress = (
             (lambda line: display.finalize(label, line))
             if display is not None
             else (lambda line: progress(f"[{label}] finalize {line}"))
         )
         try:
+            pool.prewarm()
+            fingerprint = interpreter_fingerprint(pool.module_files(), site_directories())
+            ledger = Ledger.open(
+                paths.private / "journal.jsonl",
+                config.run.budget,
+                checkpoints=paths.checkpoints,
+                feedback=paths.feedback,
+                fingerprint=fingerprint,
+            )
+            settings = JudgeSettings(
+                spec=spec,
+                schemas=spec.describe(),
+                splits=splits,
+                budget=config.run.budget,
+                minimum=config.run.minimum,
+                maximum=config.run.maximum or max(config.run.budget, 1),
+                limits=config.limits,
+                jobs=jobs,
+                compress_images=config.run.compress_images,
+                isolation=plan.level,
+            )
+            judge = Judge(settings, paths.judge_paths(), ledger, events, pool)
             return _drive_and_finish(
                 config, spec, splits, paths, ledger, judge, events, settings, label, progress,
-                finalize_progress,
+                plan, finalize_progress,
             )  # fmt: skip
         finally:
-            judge.shutdown()
+            pool.close()
             if display is not None:
                 display.close()
 
@@ -402,6 +417,13 @@ def run_from_config(
 @contextlib.contextmanager
 def _nothing():
     yield
+
+
+def site_directories() -> list[str]:
+    """Directories whose ``.pth`` files a fresh interpreter of this environment reads."""
+    import site
+
+    return [d for d in site.getsitepackages() if os.path.isdir(d)]
 
 
 def _last_agent_error(transcript) -> str | None:
@@ -412,7 +434,18 @@ def _last_agent_error(transcript) -> str | None:
 
 
 def _drive_and_finish(
-    config, spec, splits, paths, ledger, judge, events, settings, label, progress, finalize_progress
+    config,
+    spec,
+    splits,
+    paths,
+    ledger,
+    judge,
+    events,
+    settings,
+    label,
+    progress,
+    plan,
+    finalize_progress,
 ) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
     from evopolicygym.agents import Launch, drive, make_harness
@@ -421,7 +454,6 @@ def _drive_and_finish(
     agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name)
     transcript = None  # no agent session when a resumed run has nothing left to spend
     if judge.phase == "open":
-        judge.pool.prewarm()
         harness = make_harness(config.agent)
         with JudgeServer(judge, config.server.bind, config.server.port) as server:
             events(
@@ -461,10 +493,18 @@ def _drive_and_finish(
                 message=f"the agent stopped ({agent_record.reason}) with {unspent}{why}",
             ),
         )
+    elif (changed := _interpreter_change(judge, ledger)) is not None:
+        outcome = Outcome(
+            status="error", error=RunError(type="interpreter_changed", message=changed)
+        )
     else:
         events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
         selection = judge.finalize(finalize_progress)
         outcome = _outcome(selection)
+        if (changed := _interpreter_change(judge, ledger)) is not None:
+            outcome = Outcome(
+                status="error", error=RunError(type="interpreter_changed", message=changed)
+            )
     record = _record(
         config,
         spec,
@@ -476,8 +516,13 @@ def _drive_and_finish(
         started,
         finalize_started,
         settings,
+        plan,
     )
-    write_atomic(paths.run_json, record.model_dump_json(indent=2) + "\n")
+    sealed = seal(
+        load_key(paths.private, create=False), record.model_dump(mode="json"), ledger.head
+    )
+    write_atomic(paths.run_json, json.dumps(sealed, indent=2) + "\n", exclusive=True)
+    record = RunRecord.model_validate(sealed)
     judge.close(outcome.model_dump())
     events(
         "run.close",
@@ -489,25 +534,50 @@ def _drive_and_finish(
 
 
 def _outcome(selection: Selection) -> Outcome:
-    if selection.best is None:
+    scores = {str(k): v for k, v in selection.val_scores.items()}
+    errors = {str(k): v for k, v in selection.val_errors.items()}
+    auxiliary = {"tampered_checkpoints": selection.tampered} if selection.tampered else {}
+    heldout = selection.heldout
+    if selection.best is None or heldout is None:
         return Outcome(
             status="no_ok_submit",
             final_score=0.0,
-            val_scores={str(k): v for k, v in selection.val_scores.items()},
-            val_errors={str(k): v for k, v in selection.val_errors.items()},
+            val_scores=scores,
+            val_errors=errors,
+            auxiliary=auxiliary,
         )
-    heldout = selection.heldout or {}
     return Outcome(
         status="completed",
-        final_score=heldout.get("mean"),
+        final_score=heldout.mean,
         best_submit_index=selection.best,
-        val_scores={str(k): v for k, v in selection.val_scores.items()},
-        val_errors={str(k): v for k, v in selection.val_errors.items()},
-        heldout_mean_return=heldout.get("mean"),
-        heldout_std_return=heldout.get("std"),
-        heldout_returns=heldout.get("returns"),
-        heldout_errors=heldout.get("errors"),
+        val_scores=scores,
+        val_errors=errors,
+        heldout_mean_return=heldout.mean,
+        heldout_std_return=heldout.std,
+        heldout_returns=heldout.returns,
+        heldout_errors=heldout.errors,
+        auxiliary=auxiliary,
     )
+
+
+def isolation_record(plan: IsolationPlan, limits: LimitsSection) -> dict[str, Any]:
+    """``run.json``'s ``isolation``: the level in force, what enforced it, what it does not
+    stop, and the resource limits."""
+    mechanisms = ["separate processes", "resource limits", "subreaper sweeps"]
+    if plan.level == "namespaced":
+        mechanisms.insert(0, "bubblewrap namespaces (user, pid, net, ipc, uts, mount)")
+    if plan.landlock_abi:
+        mechanisms.append(f"Landlock ABI {plan.landlock_abi}")
+    if plan.seccomp:
+        mechanisms.append("seccomp filter")
+    return {
+        "level": str(plan.level),
+        "requested": plan.requested,
+        "mechanisms": mechanisms,
+        "process_cap": plan.process_cap,
+        "gaps": plan.gaps(),
+        "limits": limits.model_dump(),
+    }
 
 
 def _package_version(name: str) -> str | None:
@@ -517,8 +587,21 @@ def _package_version(name: str) -> str | None:
         return None
 
 
+def _interpreter_change(judge: Judge, ledger: Ledger) -> str | None:
+    """Why the run must not be scored, if the libraries the workers import changed since the
+    run started (a patched simulator would change every score)."""
+    now = interpreter_fingerprint(judge.pool.module_files(), site_directories())
+    if ledger.fingerprint is None or now == ledger.fingerprint:
+        return None
+    return (
+        "the interpreter or a library the workers import changed during the run (fingerprint "
+        f"{ledger.fingerprint} at start, {now} now): the run is not scored; reinstall the "
+        "environment and start a new run"
+    )
+
+
 def _record(
-    config, spec, splits, paths, ledger, outcome, agent, started, finalize_started, settings
+    config, spec, splits, paths, ledger, outcome, agent, started, finalize_started, settings, plan
 ) -> RunRecord:
     end = utc_now()
     versions = {
@@ -559,7 +642,7 @@ def _record(
         budget=BudgetRecord(limit=settings.budget, used=ledger.used, n_submits=ledger.next_index),
         submits=ledger.submits,
         agent=agent,
-        isolation={"level": "process", "limits": config.limits.model_dump()},
+        isolation=isolation_record(plan, config.limits),
         artifacts={
             "workspace": "workspace/",
             "feedback": "workspace/feedback/",

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from evopolicygym.judge import MAX_BODY_BYTES
+from evopolicygym.protocol import Evaluation
 from support import constant_policy, write_policy
 
 
@@ -176,7 +177,7 @@ def test_selection_prefers_the_best_validation_mean_and_ties_go_to_the_latest(li
     assert selection.val_scores == {0: mean(0), 1: mean(2), 2: mean(2), 3: mean(1)}
     assert selection.best == 2
     heldout = live_judge.judge.settings.splits.heldout
-    assert selection.heldout["mean"] == sum(s % 8 + 2 for s in heldout) / len(heldout)
+    assert selection.heldout.mean == sum(s % 8 + 2 for s in heldout) / len(heldout)
     assert "return 2" in (live_judge.paths.system / "policy.py").read_text().replace(
         "self.action", "return 2"
     )
@@ -191,7 +192,7 @@ def test_finalize_resumes_from_journaled_validation_scores(live_judge):
     live_judge.submit([1])
     # As if a crash hit after submit 0 was validated: its journaled score is reused, not redone.
     live_judge.judge.ledger.append(
-        {"type": "validation", "index": 0, "mean": 99.0, "std": 0.0, "returns": [], "errors": 0}
+        Evaluation(type="validation", index=0, mean=99.0, std=0.0, returns=[], errors=0)
     )
     selection = live_judge.judge.finalize()
     assert selection.val_scores[0] == 99.0 and selection.best == 0

@@ -1,69 +1,110 @@
+"""The journal: replay, crash settlement, and the HMAC chain that makes edits detectable."""
+
 import json
 
-from evopolicygym.judge import Ledger
+import pytest
+
+from evopolicygym.judge import JournalCorrupt, Ledger
+from evopolicygym.protocol import (
+    Evaluation,
+    SubmitBegin,
+    SubmitCommit,
+    SubmitRecord,
+    SubmitRollback,
+)
 
 
-def _submit(index, cost, status="ok"):
-    return {"index": index, "status": status, "cost": cost, "n_episodes": cost, "mean_return": 1.0}
+def _commit(index, cost, status="ok"):
+    record = SubmitRecord(
+        index=index, status=status, cost=cost, n_episodes=cost, mean_return=1.0, tree_hash="h"
+    )
+    return SubmitCommit(index=index, submit=record)
+
+
+def _open(tmp_path, budget=10):
+    return Ledger.open(tmp_path / "journal.jsonl", budget, checkpoints=tmp_path, feedback=tmp_path)
+
+
+def _spend(ledger, costs):
+    for index, cost in enumerate(costs):
+        ledger.append(SubmitBegin(index=index, n_episodes=cost))
+        ledger.append(_commit(index, cost, "ok" if cost else "budget_invalid"))
 
 
 def test_replay_restores_budget_and_history(tmp_path):
-    journal = tmp_path / "journal.jsonl"
-    ledger = Ledger.open(journal, 10, checkpoints=tmp_path, feedback=tmp_path)
-    for index, cost in enumerate([3, 0, 4]):
-        ledger.append({"type": "submit_begin", "index": index})
-        ledger.append(
-            {
-                "type": "submit_commit",
-                "index": index,
-                "submit": _submit(index, cost, "ok" if cost else "budget_invalid"),
-            }
-        )
-    ledger.append({"type": "validation", "index": 0, "mean": 2.0, "errors": 0})
-    again = Ledger.open(journal, 10, checkpoints=tmp_path, feedback=tmp_path)
+    ledger = _open(tmp_path)
+    _spend(ledger, [3, 0, 4])
+    ledger.append(Evaluation(type="validation", index=0, mean=2.0, errors=0))
+    again = _open(tmp_path)
     assert (again.used, again.remaining, again.next_index) == (7, 3, 3)
     assert [s.index for s in again.ok_submits()] == [0, 2]
-    assert again.validation[0]["mean"] == 2.0
+    assert again.validation[0].mean == 2.0
+    assert (tmp_path / "key").stat().st_mode & 0o777 == 0o600
 
 
-def test_a_torn_last_line_is_ignored(tmp_path):
+def test_a_torn_last_line_is_cut_off_and_the_run_continues(tmp_path):
+    ledger = _open(tmp_path, 5)
+    _spend(ledger, [2])
     journal = tmp_path / "journal.jsonl"
-    ledger = Ledger.open(journal, 5, checkpoints=tmp_path, feedback=tmp_path)
-    ledger.append({"type": "submit_begin", "index": 0})
-    ledger.append({"type": "submit_commit", "index": 0, "submit": _submit(0, 2)})
     with open(journal, "a") as handle:
         handle.write('{"type": "submit_commit", "index": 1, "sub')
-    assert Ledger.open(journal, 5, checkpoints=tmp_path, feedback=tmp_path).remaining == 3
+    again = _open(tmp_path, 5)
+    assert again.remaining == 3
+    # The torn bytes are gone, so the resume record chained cleanly after the last good line.
+    assert all(json.loads(line) for line in journal.read_text().splitlines())
+    assert _open(tmp_path, 5).remaining == 3
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (lambda lines: lines.__setitem__(2, lines[2].replace('"cost": 3', '"cost": 0')), "changed"),
+        (lambda lines: lines.pop(1), "changed"),
+        (lambda lines: lines.insert(1, "not json at all"), "not a valid journal record"),
+    ],
+    ids=["cost-zeroed", "line-removed", "garbage-inserted"],
+)
+def test_an_edited_journal_is_refused(tmp_path, edit, reason):
+    ledger = _open(tmp_path)
+    _spend(ledger, [3, 2])
+    journal = tmp_path / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    edit(lines)
+    journal.write_text("\n".join(lines) + "\n")
+    with pytest.raises(JournalCorrupt, match=reason):
+        _open(tmp_path)
+
+
+def test_a_journal_without_its_key_cannot_be_resumed(tmp_path):
+    _spend(_open(tmp_path), [3])
+    (tmp_path / "key").unlink()
+    with pytest.raises(Exception, match="key is missing"):
+        _open(tmp_path)
 
 
 def test_an_uncommitted_submit_without_feedback_is_rolled_back(tmp_path):
-    journal, checkpoints, feedback = (
-        tmp_path / "journal.jsonl",
-        tmp_path / "checkpoints",
-        tmp_path / "feedback",
-    )
+    checkpoints, feedback = tmp_path / "checkpoints", tmp_path / "feedback"
     checkpoints.mkdir()
     feedback.mkdir()
+    journal = tmp_path / "journal.jsonl"
     ledger = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
-    ledger.append({"type": "submit_begin", "index": 0})
+    ledger.append(SubmitBegin(index=0, n_episodes=2))
     (checkpoints / "submit_000").mkdir()
     (feedback / ".submit_000.tmp").mkdir()
     again = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
     assert (again.remaining, again.next_index) == (5, 0)
     assert not (checkpoints / "submit_000").exists() and not (feedback / ".submit_000.tmp").exists()
-    assert json.loads(journal.read_text().splitlines()[-1])["type"] == "submit_rollback"
+    assert json.loads(journal.read_text().splitlines()[-1])["type"] == SubmitRollback(index=0).type
 
 
 def test_an_uncommitted_submit_whose_feedback_exists_is_rolled_forward(tmp_path):
-    journal, checkpoints, feedback = (
-        tmp_path / "journal.jsonl",
-        tmp_path / "checkpoints",
-        tmp_path / "feedback",
-    )
+    checkpoints, feedback = tmp_path / "checkpoints", tmp_path / "feedback"
     (feedback / "submit_000").mkdir(parents=True)
-    checkpoints.mkdir()
+    (checkpoints / "submit_000").mkdir(parents=True)
+    (checkpoints / "submit_000" / "policy.py").write_text("class Policy: pass\n")
+    journal = tmp_path / "journal.jsonl"
     ledger = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
-    ledger.append({"type": "submit_begin", "index": 0})
+    ledger.append(SubmitBegin(index=0, n_episodes=2))
     summary = {
         "submit_index": 0,
         "status": "ok",
@@ -79,3 +120,4 @@ def test_an_uncommitted_submit_whose_feedback_exists_is_rolled_forward(tmp_path)
     again = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
     assert (again.remaining, again.next_index) == (3, 1)
     assert again.submits[0].returns == [3.0, 5.0]
+    assert again.submits[0].tree_hash.startswith("sha256:")

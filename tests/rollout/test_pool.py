@@ -11,11 +11,15 @@ import pytest
 
 from evopolicygym.envs import get_env
 from evopolicygym.protocol import LimitsSection
-from evopolicygym.rollout import EpisodeTask, InitFailure, WorkerJob, WorkerPool
+from evopolicygym.rollout import EpisodeTask, InitFailure, WorkerPool
 from evopolicygym.rollout import pool as pool_module
-from support import write_policy
+from evopolicygym.sandbox import probe
+from support import job_from_dir, write_policy
 
 TOY = get_env("toy")
+# These tests reach into the policy's process through files in tmp_path: they run at the
+# `process` level, where the file system is shared (tests/security/ covers the others).
+PROCESS = probe("process")
 
 
 def run(
@@ -28,10 +32,11 @@ def run(
     **limits,
 ):
     write_policy(tmp_path / "ck", source)
-    schemas = TOY.describe()
-    pool = WorkerPool(TOY.model_dump(), jobs, LimitsSection(**limits), tmp_path / "workers.log")
+    pool = WorkerPool(
+        TOY.model_dump(), jobs, LimitsSection(**limits), tmp_path / "workers.log", plan=PROCESS
+    )
     try:
-        job = WorkerJob(tmp_path / "ck", schemas.obs_space, schemas.action_space, {"env": "toy"})
+        job = job_from_dir(tmp_path / "ck", TOY, {"env": "toy"})
         return pool.run(
             job,
             [EpisodeTask(i, 100 + i, i) for i in range(n)],
@@ -64,7 +69,7 @@ def test_an_exception_in_act_fails_only_its_episode_with_a_traceback(tmp_path):
         0,
     )
     assert 'File "system/policy.py", line 7, in act' in error.traceback
-    assert results[2].return_ == 102 % 8 + 1
+    assert results[2].episode_return == 102 % 8 + 1
 
 
 def test_a_slow_act_is_stopped_at_the_act_limit(tmp_path):
@@ -165,7 +170,7 @@ def test_exit_and_signals_kill_only_their_worker(tmp_path):
     )
     assert results[0].error.category == "worker_crash" and "status 7" in results[0].error.message
     assert results[1].error.category == "worker_crash" and "SIGSEGV" in results[1].error.message
-    assert results[2].error is None and results[2].return_ == 102 % 8 + 2
+    assert results[2].error is None and results[2].episode_return == 102 % 8 + 2
 
 
 def test_cpu_and_file_size_limits_are_named(tmp_path):
@@ -238,10 +243,11 @@ def test_output_is_captured_per_episode_and_capped(tmp_path):
     )
     first = results[0]
     assert first.stdout.startswith("hello from init\nxxx")
-    assert "characters cut" in first.stdout and len(first.stdout) < 1200
+    assert "characters cut" in first.stdout and len(first.stdout) < 1300
     assert first.stderr == "warn\n"
     assert not results[1].stdout.startswith("hello")
-    assert "raw bytes on fd 1" in (tmp_path / "workers.log").read_text()
+    # Raw writes to a descriptor are part of the episode's output, capped like the rest.
+    assert "raw bytes on fd 1 must not corrupt the protocol" in first.stdout
 
 
 def test_workers_see_no_run_paths_and_leave_no_processes(tmp_path, monkeypatch):
@@ -324,8 +330,8 @@ def test_sealed_policies_cannot_tamper_with_the_environment(tmp_path):
     # patch it. In a sealed (hidden-pool) evaluation it is a separate process and cannot.
     tampered = run(tmp_path / "open", TAMPERING_POLICY, record=False)
     sealed = run(tmp_path / "sealed", TAMPERING_POLICY, record=False, sealed=True)
-    assert [r.return_ for r in tampered] == [1000.0] * 3
-    assert [r.return_ for r in sealed] == [(100 + i) % 8 + 0.0 for i in range(3)]
+    assert [r.episode_return for r in tampered] == [1000.0] * 3
+    assert [r.episode_return for r in sealed] == [(100 + i) % 8 + 0.0 for i in range(3)]
 
 
 def test_sealed_evaluation_matches_in_process_results_and_survives_failures(tmp_path):
@@ -356,7 +362,9 @@ def test_sealed_evaluation_matches_in_process_results_and_survives_failures(tmp_
         "KeyError: 'missing'" in results[2].error.message
         and "system/policy.py" in results[2].error.traceback
     )
-    assert [results[i].return_ for i in (0, 4, 5)] == [(100 + i) % 8 + 2.0 for i in (0, 4, 5)]
+    assert [results[i].episode_return for i in (0, 4, 5)] == [
+        (100 + i) % 8 + 2.0 for i in (0, 4, 5)
+    ]
 
 
 def test_sealed_init_failures_keep_their_verdict(tmp_path):
@@ -366,8 +374,7 @@ def test_sealed_init_failures_keep_their_verdict(tmp_path):
 
 
 def test_sealed_workers_serve_the_next_checkpoint_without_restarting(tmp_path):
-    schemas = TOY.describe()
-    pool = WorkerPool(TOY.model_dump(), 2, LimitsSection(), tmp_path / "workers.log")
+    pool = WorkerPool(TOY.model_dump(), 2, LimitsSection(), tmp_path / "workers.log", plan=PROCESS)
     try:
         returns = {}
         for action in (0, 2):
@@ -383,10 +390,10 @@ def test_sealed_workers_serve_the_next_checkpoint_without_restarting(tmp_path):
                     def act(self, obs): return {action}
             """,
             )
-            job = WorkerJob(checkpoint, schemas.obs_space, schemas.action_space, {"env": "toy"})
+            job = job_from_dir(checkpoint, TOY, {"env": "toy"})
             tasks = [EpisodeTask(i, 100 + i, i) for i in range(4)]
             results = pool.run(job, tasks, record=False, sealed=True, max_steps=1)
-            returns[action] = [r.return_ for r in results]
+            returns[action] = [r.episode_return for r in results]
     finally:
         pool.close()
     assert returns == {a: [(100 + i) % 8 + float(a) for i in range(4)] for a in (0, 2)}
@@ -401,14 +408,19 @@ def _children(pid: int) -> list[int]:
     return [int(line) for line in listed.stdout.split()]
 
 
+def _descendants(pid: int) -> list[int]:
+    found = _children(pid)
+    return found + [grandchild for child in found for grandchild in _descendants(child)]
+
+
 def _gone(pid: int) -> bool:
     stat = subprocess.run(["ps", "-p", str(pid), "-o", "stat="], capture_output=True, text=True)
     return stat.stdout.strip() in ("", "Z")
 
 
 def test_workers_die_with_the_judge_even_mid_episode(tmp_path):
-    # A judge process killed with SIGKILL cannot stop its workers; they notice on their own
-    # that they were orphaned and take their process group (sealed policy included) down.
+    # A judge process killed with SIGKILL cannot stop its workers: each lane host sees its
+    # channel close and kills its workers, whose zygotes and policy processes follow them.
     marker = tmp_path / "acting"
     write_policy(
         tmp_path / "ck",
@@ -429,11 +441,12 @@ sys.path.insert(0, {str(Path(__file__).parents[1])!r})
 from pathlib import Path
 from evopolicygym.envs import get_env
 from evopolicygym.protocol import LimitsSection
-from evopolicygym.rollout import EpisodeTask, WorkerJob, WorkerPool
+from evopolicygym.rollout import EpisodeTask, WorkerPool
+from evopolicygym.sandbox import probe
+from support import job_from_dir
 toy = get_env("toy")
-schemas = toy.describe()
-pool = WorkerPool(toy.model_dump(), 2, LimitsSection(act_timeout_s=120), None)
-job = WorkerJob(Path({str(tmp_path / "ck")!r}), schemas.obs_space, schemas.action_space, {{}})
+pool = WorkerPool(toy.model_dump(), 2, LimitsSection(act_timeout_s=120), None, plan=probe("process"))
+job = job_from_dir(Path({str(tmp_path / "ck")!r}), toy, {{}})
 pool.run(job, [EpisodeTask(0, 1, 0), EpisodeTask(1, 2, 1)], record=True, sealed=True, max_steps=1)
 """
     process = subprocess.Popen([sys.executable, "-c", judge])
@@ -443,9 +456,10 @@ pool.run(job, [EpisodeTask(0, 1, 0), EpisodeTask(1, 2, 1)], record=True, sealed=
     ) and time.monotonic() < deadline:
         time.sleep(0.05)
     policies = [int(pid) for pid in marker.read_text().split()]
-    workers = _children(process.pid)
-    assert len(workers) == 2 and len(policies) == 2 and not set(policies) & set(workers)
-    workers += policies
+    hosts = _children(process.pid)
+    assert len(hosts) == 2 and len(policies) == 2 and not set(policies) & set(hosts)
+    workers = hosts + [pid for host in hosts for pid in _descendants(host)]
+    assert set(policies) <= set(workers)
     process.kill()
     process.wait()
     deadline = time.monotonic() + 10

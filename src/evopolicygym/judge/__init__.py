@@ -1,11 +1,17 @@
-"""The judge: ledger, submit pipeline, finalization and the Flask HTTP server."""
+"""The judge: ledger, submit pipeline, finalization, run integrity and the Flask HTTP server."""
 
+from ._settings import EpisodeRunner, JudgePaths, JudgeSettings
 from .app import MAX_BODY_BYTES, JudgeServer, create_app
-from .core import Judge, JudgeError, JudgePaths, JudgeSettings, Selection
-from .ledger import Ledger, utc_now, write_atomic
+from .core import Judge, JudgeError
+from .finalize import Selection
+from .integrity import IntegrityError, interpreter_fingerprint, load_key, seal, verify_run
+from .ledger import JournalCorrupt, Ledger, utc_now, write_atomic
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "EpisodeRunner",
+    "IntegrityError",
+    "JournalCorrupt",
     "Judge",
     "JudgeError",
     "JudgePaths",
@@ -14,6 +20,10 @@ __all__ = [
     "Ledger",
     "Selection",
     "create_app",
+    "interpreter_fingerprint",
+    "load_key",
+    "seal",
     "utc_now",
+    "verify_run",
     "write_atomic",
 ]

@@ -6,11 +6,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import NamedTuple
 
-from evopolicygym.protocol import Verdict
+from evopolicygym.protocol import CheckpointFile, Verdict
 
 IGNORED_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git"}
 IGNORED_FILES = {"metrics.json", "_meta.json", ".keep"}
@@ -24,19 +25,47 @@ class ScanProblem(NamedTuple):
 
 
 def _files(root: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file()
-        and not IGNORED_DIRS & set(p.relative_to(root).parts)
-        and p.name not in IGNORED_FILES
-    )
+    """Regular files and symbolic links below ``root`` (links never followed), sorted."""
+    found: list[Path] = []
+    for directory, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS)
+        base = Path(directory)
+        for name in filenames:
+            if name not in IGNORED_FILES:
+                found.append(base / name)
+        # Links to directories appear in dirnames; keep them as links, do not descend.
+        found += [base / d for d in dirnames if (base / d).is_symlink()]
+        dirnames[:] = [d for d in dirnames if not (base / d).is_symlink()]
+    return sorted(found)
+
+
+def read_files(checkpoint: Path) -> list[CheckpointFile]:
+    """The checkpoint's content as the judge sends it to a worker: every file's bytes, every
+    symbolic link as its target (never followed)."""
+    files = []
+    for path in _files(checkpoint):
+        relative = path.relative_to(checkpoint).as_posix()
+        if path.is_symlink():
+            files.append(CheckpointFile(relative, b"", os.readlink(path)))
+        else:
+            files.append(CheckpointFile(relative, path.read_bytes()))
+    return files
+
+
+def files_hash(files: list[CheckpointFile]) -> str:
+    """``sha256:<hex>`` of a checkpoint's content (paths, bytes, link targets): what a
+    journal records at submit and finalize checks before scoring."""
+    digest = hashlib.sha256()
+    for item in files:
+        payload = item.data if item.link is None else b"->" + item.link.encode()
+        digest.update(item.path.encode() + b"\0" + payload + b"\0")
+    return "sha256:" + digest.hexdigest()
 
 
 def snapshot(system: Path, target: Path) -> None:
     """Copy ``system`` to ``target`` through a temporary sibling and a rename. Symlinks are
     copied as links (never followed), caches are skipped, and a tree over 256 MiB is refused."""
-    total = sum(p.stat().st_size for p in _files(system)) if system.exists() else 0
+    total = sum(p.lstat().st_size for p in _files(system)) if system.exists() else 0
     if total > MAX_SNAPSHOT_BYTES:
         raise ValueError(f"system/ holds {total} bytes; the limit is {MAX_SNAPSHOT_BYTES}")
     temporary = target.with_name(f".{target.name}.tmp")
@@ -54,11 +83,15 @@ def scan(checkpoint: Path) -> ScanProblem | None:
     """Static checks before anything runs: ``policy.py`` exists, every ``.py`` file parses, and
     ``policy.py`` defines a top-level ``class Policy``."""
     policy = checkpoint / "policy.py"
+    if policy.is_symlink():
+        return ScanProblem(
+            Verdict.MISSING_POLICY, "system/policy.py is a symbolic link: make it a regular file"
+        )
     if not policy.is_file():
         return ScanProblem(Verdict.MISSING_POLICY, "system/policy.py does not exist")
     trees: dict[Path, ast.Module] = {}
     for path in _files(checkpoint):
-        if path.suffix != ".py":
+        if path.suffix != ".py" or path.is_symlink():
             continue
         relative = path.relative_to(checkpoint)
         try:
@@ -104,7 +137,7 @@ def _cyclomatic(function: ast.AST) -> int:
 
 def code_metrics(checkpoint: Path) -> dict:
     """Size and structure of a checkpoint; ``tree_hash`` identifies its content."""
-    digest = hashlib.sha256()
+    files = read_files(checkpoint)
     metrics = {
         "schema_version": "0.1",
         "files": 0,
@@ -117,13 +150,11 @@ def code_metrics(checkpoint: Path) -> dict:
         "cyclomatic_max": 0,
         "parse_errors": [],
     }
-    for path in _files(checkpoint):
-        data = path.read_bytes()
-        relative = path.relative_to(checkpoint).as_posix()
-        digest.update(relative.encode() + b"\0" + data + b"\0")
+    for item in files:
+        data = item.data
         metrics["files"] += 1
         metrics["bytes"] += len(data)
-        if path.suffix != ".py":
+        if item.link is not None or not item.path.endswith(".py"):
             continue
         metrics["python_files"] += 1
         text = data.decode("utf-8", errors="replace")
@@ -133,7 +164,7 @@ def code_metrics(checkpoint: Path) -> dict:
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError):
-            metrics["parse_errors"].append(relative)
+            metrics["parse_errors"].append(item.path)
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
@@ -143,7 +174,7 @@ def code_metrics(checkpoint: Path) -> dict:
                 complexity = _cyclomatic(node)
                 metrics["cyclomatic_total"] += complexity
                 metrics["cyclomatic_max"] = max(metrics["cyclomatic_max"], complexity)
-    metrics["tree_hash"] = "sha256:" + digest.hexdigest()
+    metrics["tree_hash"] = files_hash(files)
     return metrics
 
 

@@ -16,7 +16,7 @@ from .ledger import fsync_directory, submit_dirname, utc_now
 def episode_statistics(results: list[EpisodeResult]) -> dict:
     """Summary fields computed from episode results (errored episodes count with the return they
     collected before the error)."""
-    returns = [r.return_ for r in results]
+    returns = [r.episode_return for r in results]
     lengths = [r.length for r in results]
     return {
         "returns": returns,

@@ -1,11 +1,16 @@
-"""The ledger: an append-only, fsynced journal of everything that changes a run's budget or
-history, and the state derived from replaying it.
+"""The ledger: an append-only, fsynced, HMAC-chained journal of everything that changes a run's
+budget or history (:mod:`evopolicygym.protocol` journal records), and the state derived from
+replaying it.
 
-Every record is one JSON line. A submit writes ``submit_begin`` before it touches the disk and
-``submit_commit`` after its feedback is in place; budget is charged by the commit alone. On
-:meth:`Ledger.open` an unfinished submit is settled: rolled forward when its feedback directory
-exists (the agent may have read it), rolled back (checkpoint removed, nothing charged) when not.
-A torn last line (crash mid-write) is ignored, since its fsync never completed.
+A submit writes ``submit_begin`` before it touches the disk and ``submit_commit`` after its
+feedback is in place; budget is charged by the commit alone. On :meth:`Ledger.open` an
+unfinished submit is settled: rolled forward when its feedback directory exists (the agent may
+have read it), rolled back (checkpoint removed, nothing charged) when not.
+
+Replay is strict. A torn last line (a crash mid-write, never fsynced) is cut off and the run
+continues; any other unreadable line, or a line whose MAC does not follow from the key and the
+line before, means the journal was edited: :class:`JournalCorrupt`, and the run is neither
+resumed nor scored.
 """
 
 from __future__ import annotations
@@ -18,7 +23,27 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evopolicygym.protocol import SubmitRecord
+from pydantic import TypeAdapter, ValidationError
+
+from evopolicygym.protocol import (
+    Closed,
+    Evaluation,
+    JournalRecord,
+    OpenRecord,
+    SubmitBegin,
+    SubmitCommit,
+    SubmitRecord,
+    SubmitRollback,
+)
+
+from .checkpoint import files_hash, read_files
+from .integrity import chain_mac, load_key
+
+_RECORD = TypeAdapter(JournalRecord)
+
+
+class JournalCorrupt(RuntimeError):
+    """The journal was changed outside the judge (or damaged); the message says where."""
 
 
 def utc_now() -> str:
@@ -35,14 +60,21 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
+def write_atomic(path: Path, text: str, *, exclusive: bool = False) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename; with ``exclusive``,
+    refuse (``FileExistsError``) when ``path`` exists: the file is written once."""
     temporary = path.with_name(f".{path.name}.tmp")
     with open(temporary, "w", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
-    temporary.replace(path)
+    if exclusive:
+        try:
+            os.link(temporary, path)
+        finally:
+            temporary.unlink()
+    else:
+        temporary.replace(path)
     fsync_directory(path.parent)
 
 
@@ -53,15 +85,20 @@ class Ledger:
     lock only so that finalize progress and submits never interleave bytes.
     """
 
-    def __init__(self, path: Path, budget: int):
+    def __init__(self, path: Path, budget: int, key: bytes):
         self.path = path
         self.budget = budget
+        self._key = key
         self.submits: list[SubmitRecord] = []
-        self.validation: dict[int, dict[str, Any]] = {}
-        self.heldout: dict[str, Any] | None = None
-        self.closed: dict[str, Any] | None = None
+        self.validation: dict[int, Evaluation] = {}
+        self.heldout: Evaluation | None = None
+        self.closed: Closed | None = None
         self.opened_at: str | None = None
-        self._pending: dict[str, Any] | None = None
+        self.fingerprint: str | None = None
+        self.head = ""
+        self.macs: set[str] = set()
+        self.lines = 0
+        self._pending: SubmitBegin | None = None
         self._lock = threading.Lock()
 
     # -- derived state ----------------------------------------------------------------------------
@@ -83,50 +120,94 @@ class Ledger:
 
     # -- journal ----------------------------------------------------------------------------------
 
-    def append(self, record: dict[str, Any]) -> None:
-        record = {"time": utc_now(), **record}
-        line = json.dumps(record, sort_keys=True) + "\n"
-        with self._lock, open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
-        self._apply(record)
+    def append(self, record: Any) -> None:
+        """Append one journal record (fsynced) and apply it."""
+        with self._lock:
+            body = record.model_dump(mode="json")
+            body["time"] = utc_now()
+            body["mac"] = chain_mac(self._key, self.head, body)
+            line = json.dumps(body, sort_keys=True) + "\n"
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+            self._apply(_RECORD.validate_python(body))
 
-    def _apply(self, record: dict[str, Any]) -> None:
-        kind = record.get("type")
-        if kind == "open":
-            self.opened_at = self.opened_at or record["time"]
-        elif kind == "submit_begin":
+    def _apply(self, record: Any) -> None:
+        self.head = record.mac
+        self.macs.add(record.mac)
+        self.lines += 1
+        if isinstance(record, OpenRecord):
+            if self.opened_at is None:
+                self.opened_at = record.time
+                self.fingerprint = record.fingerprint
+                self.budget = self.budget or record.budget
+        elif isinstance(record, SubmitBegin):
             self._pending = record
-        elif kind == "submit_commit":
-            self.submits.append(SubmitRecord.model_validate(record["submit"]))
+        elif isinstance(record, SubmitCommit):
+            self.submits.append(record.submit)
             self._pending = None
-        elif kind == "submit_rollback":
+        elif isinstance(record, SubmitRollback):
             self._pending = None
-        elif kind == "validation":
-            self.validation[record["index"]] = record
-        elif kind == "heldout":
-            self.heldout = record
-        elif kind == "closed":
+        elif isinstance(record, Evaluation):
+            if record.type == "validation":
+                self.validation[record.index] = record
+            else:
+                self.heldout = record
+        elif isinstance(record, Closed):
             self.closed = record
 
     @classmethod
-    def open(cls, path: Path, budget: int, *, checkpoints: Path, feedback: Path) -> Ledger:
-        """Replay ``path`` (creating it if absent) and settle an interrupted submit."""
-        ledger = cls(path, budget)
+    def replay(cls, path: Path, key: bytes, budget: int = 0) -> Ledger:
+        """The ledger of an existing journal, verified line by line (a torn last line is cut
+        off). Raises :class:`JournalCorrupt`."""
+        ledger = cls(path, budget, key)
+        data = path.read_bytes()
+        lines = data.split(b"\n")
+        complete = lines[:-1]  # the part after the last newline is empty or torn
+        if lines[-1]:
+            with open(path, "r+b") as handle:
+                handle.truncate(len(data) - len(lines[-1]))
+        for number, raw in enumerate(complete, 1):
+            try:
+                body = json.loads(raw)
+                record = _RECORD.validate_python(body)
+            except (json.JSONDecodeError, ValidationError, TypeError) as exc:
+                raise JournalCorrupt(
+                    f"{path} line {number} is not a valid journal record ({exc.__class__.__name__}); "
+                    "the run's history cannot be trusted: start a new run"
+                ) from None
+            expected = chain_mac(key, ledger.head, body)
+            if body.get("mac") != expected:
+                raise JournalCorrupt(
+                    f"{path} line {number} ({body.get('type')}) was changed after the judge wrote "
+                    "it (its MAC does not match): the run cannot be resumed or scored; start a new run"
+                )
+            ledger._apply(record)
+        return ledger
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        budget: int,
+        *,
+        checkpoints: Path,
+        feedback: Path,
+        fingerprint: str | None = None,
+    ) -> Ledger:
+        """Replay ``path`` (creating it and the run's key if absent), journal this session's
+        start, and settle an interrupted submit."""
+        key = load_key(path.parent, create=not path.exists())
         if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # torn final line of a crashed append
-                ledger._apply(record)
+            ledger = cls.replay(path, key, budget)
+            ledger.budget = budget
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
+            ledger = cls(path, budget, key)
         if ledger.closed is None:
-            ledger.append(
-                {"type": "open" if ledger.opened_at is None else "resume", "budget": budget}
-            )
+            kind = "open" if ledger.opened_at is None else "resume"
+            ledger.append(OpenRecord(type=kind, budget=budget, fingerprint=fingerprint))
         ledger._settle(checkpoints, feedback)
         return ledger
 
@@ -134,39 +215,29 @@ class Ledger:
         pending = self._pending
         if pending is None:
             return
-        index = pending["index"]
+        index = pending.index
         summary = feedback / submit_dirname(index) / "summary.json"
         if summary.exists():
-            self.append(
-                {
-                    "type": "submit_commit",
-                    "index": index,
-                    "submit": record_from_summary(
-                        json.loads(summary.read_text()), checkpoints
-                    ).model_dump(),
-                    "recovered": True,
-                }
-            )
+            checkpoint = checkpoints / submit_dirname(index)
+            tree_hash = files_hash(read_files(checkpoint)) if checkpoint.is_dir() else None
+            record = record_from_summary(json.loads(summary.read_text()), tree_hash=tree_hash)
+            self.append(SubmitCommit(index=index, submit=record, recovered=True))
             return
         shutil.rmtree(checkpoints / submit_dirname(index), ignore_errors=True)
         for leftover in list(checkpoints.glob(f".{submit_dirname(index)}*")) + list(
             feedback.glob(f".{submit_dirname(index)}*")
         ):
             shutil.rmtree(leftover, ignore_errors=True)
-        self.append({"type": "submit_rollback", "index": index})
+        self.append(SubmitRollback(index=index))
 
 
 def submit_dirname(index: int) -> str:
     return f"submit_{index:03d}"
 
 
-def record_from_summary(summary: dict[str, Any], checkpoints: Path | None = None) -> SubmitRecord:
-    """The history line of a submit, rebuilt from its ``summary.json``."""
-    tree_hash = None
-    if checkpoints is not None:
-        metrics = checkpoints / submit_dirname(summary["submit_index"]) / "metrics.json"
-        if metrics.exists():
-            tree_hash = json.loads(metrics.read_text()).get("tree_hash")
+def record_from_summary(summary: dict[str, Any], tree_hash: str | None = None) -> SubmitRecord:
+    """The history line of a submit, rebuilt from its ``summary.json``; ``tree_hash`` is the
+    content hash of its checkpoint (None for rejects, which have none)."""
     rejected = summary["status"] in ("budget_invalid", "invalid_env_instance")
     return SubmitRecord(
         index=summary["submit_index"],

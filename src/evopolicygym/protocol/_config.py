@@ -36,6 +36,13 @@ class RunSection(_Strict):
     )
     final_size: int | None = Field(None, ge=1, description="Held-out cases (first N of the pool).")
     jobs: int | None = Field(None, ge=1, description="Policy workers; default: number of cores.")
+    isolation: Literal["auto", "namespaced", "basic", "process"] = Field(
+        "auto",
+        description="Isolation of policy workers: namespaced (bubblewrap + Landlock + seccomp), "
+        "basic (Landlock + seccomp, no namespaces), process (separate processes and limits "
+        "only); auto is the strongest that works on this machine. An explicit level that does "
+        "not work stops the run before it starts.",
+    )
     compress_images: bool = Field(
         False,
         description="Store recorded uint8 observation stacks (pixels) as a compressed "

@@ -142,7 +142,9 @@ def _short(value: Any) -> str:
 
 
 class RunRecord(_Record):
-    """``run.json``, written once, atomically, when the run ends."""
+    """``run.json``, written once, atomically, when the run ends. ``isolation`` says how
+    policy code was isolated (level, mechanisms, known gaps, limits); ``integrity`` holds the
+    journal head it was written after and an HMAC over the rest (``evopolicygym verify``)."""
 
     schema_version: str = SCHEMA_VERSION
     protocol_version: str = PROTOCOL_VERSION
@@ -163,3 +165,4 @@ class RunRecord(_Record):
         None,
         description="Since schema 0.3: the run's protocol fingerprint (None in older records).",
     )
+    integrity: dict[str, str] | None = None

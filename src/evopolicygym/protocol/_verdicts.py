@@ -10,20 +10,21 @@ class Verdict(StrEnum):
     they cost no budget and create no checkpoint. Every other verdict is *charged* in full.
     Only ``ok`` checkpoints are candidates for validation. A submit stays ``ok`` when single
     episodes fail; those failures are recorded on the episodes (see :class:`EpisodeErrorKind`).
+    ``tampered`` is given by finalization, never by a submit: the checkpoint's files no longer
+    match the hash journaled when it was submitted, so it is not evaluated.
     """
 
     OK = "ok"
     BUDGET_INVALID = "budget_invalid"
     INVALID_ENV_INSTANCE = "invalid_env_instance"
     MISSING_POLICY = "missing_policy"
-    DENIED_IMPORT = "denied_import"
     IMPORT_ERROR = "import_error"
     INIT_TIMEOUT = "init_timeout"
     INIT_ERROR = "init_error"
     OOM = "oom"
-    ROLLOUT_TIMEOUT = "rollout_timeout"
     WORKER_CRASH = "worker_crash"
     ENV_ERROR = "env_error"
+    TAMPERED = "tampered"
 
     @property
     def is_reject(self) -> bool:

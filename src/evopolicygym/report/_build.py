@@ -245,7 +245,9 @@ def _improvement(cells: pd.DataFrame, board: pd.DataFrame) -> pd.DataFrame:
                     "95% CI": interval.text(),
                 }
             )
-    return pd.DataFrame(rows, columns=["entrant", "versus", "envs", "P(entrant > versus)", "95% CI"])
+    return pd.DataFrame(
+        rows, columns=["entrant", "versus", "envs", "P(entrant > versus)", "95% CI"]
+    )
 
 
 def _comparisons(

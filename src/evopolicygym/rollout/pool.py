@@ -1,172 +1,315 @@
-"""Runs the episodes of one checkpoint on a pool of policy worker processes.
+"""Runs the episodes of one checkpoint on a pool of sandboxed workers.
 
-Episodes are dealt to ``jobs`` lanes round-robin (episode ``i`` to lane ``i % jobs``), so the
-assignment, and hence any policy state carried between a worker's episodes, does not depend on
-timing. Each lane owns one worker process at a time; a worker that dies or overruns a limit is
-killed (its whole process group), the episode gets an error saying which limit, and a fresh worker
-takes the lane's remaining episodes. A policy that cannot be imported or constructed fails the
-whole call with an :class:`InitFailure`.
+The pool has ``jobs`` lanes. A lane is one sandbox (:class:`~evopolicygym.sandbox.HostProcess`:
+bubblewrap at the ``namespaced`` level) whose host forks workers: a warm train worker is always
+waiting (environment built, no policy loaded), so a submit never waits for a process to start,
+and a sealed worker serves hidden evaluation checkpoint after checkpoint.
+
+Episodes are dealt to lanes round-robin (episode ``i`` to lane ``i % jobs``), so the assignment,
+and any policy state carried between a worker's episodes, does not depend on timing. A train
+worker that dies or overruns a limit is killed, the episode gets an error saying which limit,
+and a fresh worker takes the lane's remaining episodes. A policy that cannot be imported or
+constructed fails the whole call with its :class:`LoadFailed` verdict.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
+import itertools
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from evopolicygym.protocol import LimitsSection
-from evopolicygym.sandbox import SIGNAL_VERDICTS, FrameError, FrameReader, FrameTimeout, write_frame
+import msgspec
 
-from ._results import EpisodeError, EpisodeResult, InitFailure
-
-# Extra seconds the judge waits beyond a limit before it kills a worker: process start-up and
-# environment construction for init, result serialization for episodes.
-INIT_GRACE_S = 60.0
-EPISODE_GRACE_S = 15.0
-# Variables a worker inherits; everything else (including EVOPOLICYGYM_* run paths) is dropped.
-INHERITED_VARIABLES = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "TZ",
-    "MUJOCO_GL",
-    "PYOPENGL_PLATFORM",
-    "MINIWOB_URL",
-    "EVOPOLICYGYM_CHROMIUM",  # the web family's browser (envs/web.py)
-    "PLAYWRIGHT_BROWSERS_PATH",
-    "EVOPOLICYGYM_ENVSPECS",
-    "VIRTUAL_ENV",
+from evopolicygym.protocol import (
+    CheckpointFile,
+    EpisodeDone,
+    EpisodeError,
+    EpisodeErrorKind,
+    LimitsSection,
+    Load,
+    Loaded,
+    LoadFailed,
+    RunEpisodes,
+    Task,
+    Verdict,
+    WorkerConfig,
+    WorkerReply,
+    WorkerUp,
+)
+from evopolicygym.sandbox import (
+    Channel,
+    FrameError,
+    FrameTimeout,
+    HostError,
+    HostProcess,
+    IsolationPlan,
+    probe,
 )
 
+from ._exits import describe_exit
+from ._output import OutputDrain
 
-class EpisodeTask(NamedTuple):
-    """One episode to run: ``index`` is its position in the batch, ``seed`` the case seed and
-    ``episode_index`` the value passed to ``Policy.reset``."""
+# Extra seconds the judge waits beyond a limit before it kills a worker: environment
+# construction for a load, result serialization for episodes.
+INIT_GRACE_S = 60.0
+EPISODE_GRACE_S = 15.0
+# Episodes a sealed worker steps in lock step (fewer when the policy is slow to build).
+SEALED_SLOTS = 16
+WORKER_ENTRY = "evopolicygym.rollout.worker:serve"
+# Modules every lane host imports before it forks workers.
+PRELOAD = ["numpy", "gymnasium", "evopolicygym.rollout.worker"]
+_FATAL = {
+    EpisodeErrorKind.EPISODE_TIMEOUT,
+    EpisodeErrorKind.OOM,
+    EpisodeErrorKind.CPU_LIMIT,
+    EpisodeErrorKind.FILE_SIZE_LIMIT,
+    EpisodeErrorKind.WORKER_CRASH,
+}
 
-    index: int
-    seed: int
-    episode_index: int
+EpisodeTask = Task
+EpisodeResult = EpisodeDone
+InitFailure = LoadFailed
 
 
 class WorkerJob(NamedTuple):
-    """Everything a worker needs to run a checkpoint (no path under the run root but
-    ``checkpoint``, no seeds: those come one episode at a time)."""
+    """What a worker needs to run a checkpoint: its files (verified by the caller), their
+    content hash, and the constructor arguments of ``Policy``."""
 
-    checkpoint: Path
+    files: list[CheckpointFile]
+    tree_hash: str
     obs_space: dict[str, Any]
     action_space: dict[str, Any]
     env_meta: dict[str, Any]
 
+    def load(self) -> Load:
+        return Load(
+            files=self.files,
+            tree_hash=self.tree_hash,
+            obs_space=self.obs_space,
+            action_space=self.action_space,
+            env_meta=self.env_meta,
+        )
 
-def worker_environment(scratch: Path) -> dict[str, str]:
-    env = {k: os.environ[k] for k in INHERITED_VARIABLES if k in os.environ}
-    env.update(
-        HOME=str(scratch),
-        TMPDIR=str(scratch),
-        PYTHONDONTWRITEBYTECODE="1",
-        PYTHONUNBUFFERED="1",
-        OMP_NUM_THREADS="1",
-        OPENBLAS_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
-    )
-    for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        if key in os.environ:
-            env[key] = os.environ[key]
-    return env
+
+class WorkerDied(Exception):
+    """The worker ended or stopped answering; ``kind``/``message`` say why."""
+
+    def __init__(self, kind: EpisodeErrorKind, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
 
 
 class _Worker:
-    """One live worker process and its pipes. It is started *warm*: it imports its libraries
-    and builds the environment at once, then waits for a checkpoint, so that process start-up
-    overlaps the agent's thinking time instead of delaying the next submit."""
+    """The judge's handle on one worker process."""
 
-    def __init__(self, env_spec: dict[str, Any], limits: LimitsSection, log_path: Path | None):
-        self.scratch = Path(tempfile.mkdtemp(prefix="epg-scratch-"))
-        with open(log_path or os.devnull, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "evopolicygym.rollout.worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                cwd=self.scratch,
-                env=worker_environment(self.scratch),
-                start_new_session=True,
-            )
-        self.reader = FrameReader(self.process.stdout.fileno())
-        self.limits = limits
-        self.send({"op": "prepare", "env_spec": env_spec, "limits": limits.model_dump()})
-
-    def start(self, job: WorkerJob, sealed: bool) -> None:
-        self.send(
-            {
-                "op": "init",
-                "sealed": sealed,
-                "checkpoint": str(job.checkpoint),
-                "scratch": str(self.scratch),
-                "obs_space": job.obs_space,
-                "action_space": job.action_space,
-                "env_meta": job.env_meta,
-            }
+    def __init__(self, lane: _Lane, sealed: bool):
+        self.lane = lane
+        self.sealed = sealed
+        pool = lane.pool
+        config = WorkerConfig(
+            env_spec=pool.env_spec,
+            limits=pool.limits.model_dump(),
+            sealed=sealed,
+            slots=SEALED_SLOTS if sealed else 1,
+            landlock_abi=pool.plan.landlock_abi,
+            seccomp=pool.plan.seccomp,
         )
+        host = lane.ensure_host()
+        child = host.spawn(WORKER_ENTRY, msgspec.msgpack.encode(config))
+        self.host = host
+        self.child = child.child
+        self.key = next(pool.keys)
+        self.channel = Channel.from_fd(child.channel_fd, WorkerReply)
+        pool.output.add(
+            self.key,
+            child.stdout_fd,
+            child.stderr_fd,
+            pool.limits.output_bytes,
+            f"{'sealed' if sealed else 'train'} worker {self.key} (lane {lane.number})",
+        )
+        self.up: WorkerUp | None = None
+        self.killed_by_us: str | None = None
+        self.closed = False
 
-    def send(self, header: dict[str, Any]) -> None:
-        write_frame(self.process.stdin.fileno(), header)
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-
-    def death_reason(self) -> tuple[str, str]:
-        """Why the worker went away, as (category, message)."""
+    def _recv(self, deadline: float) -> Any:
         try:
-            code = self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.process.wait()
-        if code < 0:
-            sig = signal.Signals(-code)
-            category = SIGNAL_VERDICTS.get(sig, "worker_crash")
-            if category == "killed":
-                category = "oom"  # not killed by us, so by the kernel: out of memory
-            return category, f"policy worker was killed by {sig.name} ({category})"
-        return (
-            "worker_crash",
-            f"policy worker exited with status {code} (did the policy call exit?)",
-        )
+            return self.channel.recv(deadline)
+        except FrameTimeout:
+            raise
+        except (FrameError, OSError):
+            raise WorkerDied(*self.death()) from None
 
-    def close(self) -> threading.Thread:
-        """Close the pipes (the worker exits on end of input) and reap it in the background;
-        returns the reaping thread."""
-        for stream in (self.process.stdin, self.process.stdout):
-            with contextlib.suppress(OSError):
-                stream.close()
-        reaper = threading.Thread(target=self._reap, daemon=True)
-        reaper.start()
-        return reaper
+    def load(self, job: WorkerJob) -> Loaded | LoadFailed:
+        limits = self.lane.pool.limits
+        deadline = time.monotonic() + limits.init_timeout_s + INIT_GRACE_S
+        try:
+            if self.up is None:
+                self.up = self._recv(deadline)
+                if not isinstance(self.up, WorkerUp):
+                    raise WorkerDied(
+                        EpisodeErrorKind.WORKER_CRASH, "the worker answered out of turn"
+                    )
+            self.channel.send(job.load())
+            reply = self._recv(deadline)
+        except FrameTimeout:
+            self.kill("init_timeout")
+            return LoadFailed(
+                verdict=Verdict.INIT_TIMEOUT,
+                message=f"the policy did not start within {limits.init_timeout_s} s",
+            )
+        except OSError:
+            reply = None
+            kind, message = self.death()
+            return LoadFailed(verdict=_load_verdict(kind), message=message)
+        except WorkerDied as died:
+            return LoadFailed(verdict=_load_verdict(died.kind), message=died.message)
+        if isinstance(reply, (Loaded, LoadFailed)):
+            return reply
+        self.kill("protocol")
+        return LoadFailed(verdict=Verdict.WORKER_CRASH, message="the worker answered out of turn")
 
-    def _reap(self) -> None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
-        self.kill()  # the whole group: processes the policy started die with their worker
-        self.process.wait()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+    def start_episodes(self, request: RunEpisodes) -> None:
+        try:
+            self.channel.send(request)
+        except OSError:
+            raise WorkerDied(*self.death()) from None
+
+    def next_episode(self, wanted: set[int]) -> EpisodeDone:
+        limits = self.lane.pool.limits
+        wait = limits.rollout_wall_s + EPISODE_GRACE_S
+        if self.sealed:  # lock-step rounds may add one act limit per slot
+            wait += SEALED_SLOTS * limits.act_timeout_s
+        deadline = time.monotonic() + wait
+        try:
+            reply = self._recv(deadline)
+        except FrameTimeout:
+            self.kill("episode_timeout")
+            raise WorkerDied(
+                EpisodeErrorKind.EPISODE_TIMEOUT,
+                f"episode exceeded the {limits.rollout_wall_s} s limit and its worker was killed",
+            ) from None
+        if not isinstance(reply, EpisodeDone) or reply.index not in wanted:
+            self.kill("protocol")
+            raise WorkerDied(
+                EpisodeErrorKind.WORKER_CRASH,
+                "the policy worker sent an invalid episode result",
+            )
+        if not self.sealed:
+            out, err = self.lane.pool.output.cut(self.key)
+            reply.stdout += out
+            reply.stderr += err
+        return reply
+
+    def kill(self, reason: str) -> None:
+        self.killed_by_us = reason
+        self.host.kill(self.child)
+
+    def death(self) -> tuple[EpisodeErrorKind, str]:
+        """Why the worker went away (waits briefly for its host to say)."""
+        exited = self.host.wait_exit(self.child, timeout=10)
+        self.closed = True
+        if exited is None:
+            return describe_exit(None)
+        return describe_exit(exited.status)
+
+    def close(self) -> None:
+        """Stop the worker (if running) and release its pipes."""
+        if not self.closed:
+            self.host.kill(self.child)
+            self.host.wait_exit(self.child, timeout=10)
+            self.closed = True
+        self.channel.close()
+        self.lane.pool.output.remove(self.key)
+
+
+class _Lane:
+    """One sandbox and the workers it hosts."""
+
+    def __init__(self, pool: WorkerPool, number: int):
+        self.pool = pool
+        self.number = number
+        self.host: HostProcess | None = None
+        self.warm: _Worker | None = None
+        self.sealed: _Worker | None = None
+        self.lock = threading.Lock()
+
+    def ensure_host(self) -> HostProcess:
+        if self.host is not None and not self.host.alive:
+            self.host.terminate()
+            self.host = None
+        if self.host is None:
+            pool = self.pool
+            self.host = HostProcess(
+                pool.plan,
+                preload=pool.preload,
+                max_processes=pool.limits.max_processes,
+                log_path=pool.log_path,
+            )
+            self.host.wait_up()
+        return self.host
+
+    def prewarm(self) -> None:
+        with self.lock:
+            if self.warm is None:
+                self.warm = self._spawn(sealed=False)
+
+    def _spawn(self, sealed: bool) -> _Worker:
+        for attempt in range(2):
+            try:
+                return _Worker(self, sealed)
+            except HostError:
+                if attempt:
+                    raise
+                if self.host is not None:
+                    self.host.terminate()
+                    self.host = None
+        raise AssertionError("unreachable")
+
+    def take_train(self) -> _Worker:
+        """The warm train worker (a new one is started at once for the next call)."""
+        with self.lock:
+            worker, self.warm = self.warm, None
+            if worker is None:
+                worker = self._spawn(sealed=False)
+            self.warm = self._spawn(sealed=False)
+        return worker
+
+    def take_sealed(self) -> _Worker:
+        with self.lock:
+            if self.warm is not None:  # hidden evaluation has begun: no more submits
+                self.warm.close()
+                self.warm = None
+            if self.sealed is None or self.sealed.closed:
+                self.sealed = self._spawn(sealed=True)
+            return self.sealed
+
+    def drop_sealed(self) -> None:
+        with self.lock:
+            if self.sealed is not None:
+                self.sealed.close()
+                self.sealed = None
+
+    def close(self) -> None:
+        with self.lock:
+            for worker in (self.warm, self.sealed):
+                if worker is not None:
+                    worker.close()
+            self.warm = self.sealed = None
+            if self.host is not None:
+                self.host.close()
+                self.host = None
 
 
 class WorkerPool:
-    """Executes the episodes of one environment in worker processes.
+    """Executes the episodes of one environment in sandboxed worker processes.
 
-    ``jobs`` bounds the workers of one :meth:`run`. After each run the pool starts ``jobs``
-    warm workers for the next one; :meth:`close` stops them. Calls to :meth:`run` must not
-    overlap (the judge serializes them)."""
+    ``jobs`` bounds the workers of one :meth:`run`; ``plan`` is the isolation (default: the
+    strongest level this machine offers). Calls to :meth:`run` must not overlap (the judge
+    serializes them); :meth:`close` stops everything."""
 
     def __init__(
         self,
@@ -174,6 +317,8 @@ class WorkerPool:
         jobs: int,
         limits: LimitsSection,
         log_path: Path | None = None,
+        *,
+        plan: IsolationPlan | None = None,
     ):
         if jobs < 1:
             raise ValueError("jobs must be at least 1")
@@ -181,196 +326,134 @@ class WorkerPool:
         self.jobs = jobs
         self.limits = limits
         self.log_path = log_path
-        self._warm: list[_Worker] = []
-        self._sealed_idle: list[_Worker] = []
-        self._reapers: list[threading.Thread] = []
-        self._lock = threading.Lock()
-
-    def _spawn(self) -> _Worker:
-        return _Worker(self.env_spec, self.limits, self.log_path)
+        self.plan = plan or probe()
+        self.preload = [*PRELOAD, *env_spec.get("imports", [])]
+        self.output = OutputDrain(log_path)
+        self.keys = itertools.count()
+        self.lanes = [_Lane(self, number) for number in range(jobs)]
 
     def prewarm(self) -> None:
-        """Start workers until ``jobs`` are waiting (returns at once; they warm up in parallel)."""
-        with self._lock:
-            while len(self._warm) < self.jobs:
-                self._warm.append(self._spawn())
-
-    def _take(self, sealed: bool) -> _Worker:
-        """For a sealed run, a worker that served sealed policies before (finalize's checkpoints
-        then cost no process start-up); else a warm worker if one is waiting; else a new one."""
-        with self._lock:
-            if sealed and self._sealed_idle:
-                return self._sealed_idle.pop()
-            if self._warm:
-                return self._warm.pop(0)
-        return self._spawn()
+        """Start every lane's host and warm train worker (in parallel; returns when done)."""
+        threads = [threading.Thread(target=lane.prewarm, daemon=True) for lane in self.lanes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
     def close(self) -> None:
-        """Stop the warm workers and wait until every worker of this pool is reaped."""
-        with self._lock:
-            warm, self._warm = self._warm + self._sealed_idle, []
-            self._sealed_idle = []
-        for worker in warm:
-            worker.kill()
-            self._reapers.append(worker.close())
-        for reaper in self._reapers:
-            reaper.join()
-        self._reapers.clear()
+        for lane in self.lanes:
+            lane.close()
+        self.output.close()
+
+    def module_files(self) -> list[str]:
+        """Files the lane hosts imported their libraries from (after :meth:`prewarm`)."""
+        return sorted({f for lane in self.lanes if lane.host for f in lane.host.modules})
 
     def run(
         self,
         job: WorkerJob,
-        tasks: list[EpisodeTask],
+        tasks: list[Task],
         *,
         record: bool,
         obs_external: bool = False,
         compress_images: bool = False,
         max_steps: int,
         sealed: bool = False,
-        on_episode: Callable[[EpisodeResult], None] | None = None,
-    ) -> list[EpisodeResult] | InitFailure:
-        """Run ``tasks``; results come back in task order, or an :class:`InitFailure` when the
-        policy cannot start. ``sealed`` runs the policy in its own process, apart from the
-        environment (hidden pools); ``on_episode`` is called (from lane threads) as episodes
-        finish. ``obs_external`` and ``compress_images`` choose how recorded observations are
-        stored (see the worker's ``_externalize``)."""
-        storage = {"obs_external": obs_external, "compress_images": compress_images}
-        lanes = [tasks[i :: self.jobs] for i in range(min(self.jobs, len(tasks)))]
-        results: dict[int, EpisodeResult] = {}
-        failures: dict[int, InitFailure] = {}
+        on_episode: Callable[[EpisodeDone], None] | None = None,
+    ) -> list[EpisodeDone] | LoadFailed:
+        """Run ``tasks``; results come back in task order, or a :class:`LoadFailed` when the
+        policy cannot start. ``sealed`` runs hidden evaluation (the policy in its own process,
+        apart from the environment, several episodes in lock step); ``on_episode`` is called
+        (from lane threads) as episodes finish."""
+        request = RunEpisodes(
+            tasks=[],
+            max_steps=max_steps,
+            record=record and not sealed,
+            obs_external=obs_external,
+            compress_images=compress_images,
+        )
+        shares = [tasks[i :: self.jobs] for i in range(min(self.jobs, len(tasks)))]
+        results: dict[int, EpisodeDone] = {}
+        failures: dict[int, LoadFailed] = {}
         lock = threading.Lock()
 
-        def lane(number: int, lane_tasks: list[EpisodeTask]) -> None:
-            for result in self._run_lane(
-                job, lane_tasks, record, storage, max_steps, sealed, failures, number
-            ):
+        def lane(number: int, share: list[Task]) -> None:
+            runner = self._run_sealed if sealed else self._run_train
+            for result in runner(self.lanes[number], job, share, request, failures, number):
                 with lock:
                     results[result.index] = result
                 if on_episode:
                     on_episode(result)
 
         threads = [
-            threading.Thread(target=lane, args=(n, t), daemon=True) for n, t in enumerate(lanes)
+            threading.Thread(target=lane, args=(n, share), daemon=True)
+            for n, share in enumerate(shares)
         ]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        self.prewarm()
         if failures:
             return failures[min(failures)]
         return [results[task.index] for task in tasks]
 
-    def _run_lane(self, job, tasks, record, storage, max_steps, sealed, failures, number):
-        pending = list(tasks)
+    def _run_train(self, lane: _Lane, job, share, request, failures, number):
+        pending = list(share)
         started_once = False
         while pending:
-            worker = self._take(sealed)
-            reusable = False
+            worker = lane.take_train()
             try:
-                worker.start(job, sealed)
-                failure = self._await_ready(worker)
-                if failure is not None:
+                loaded = worker.load(job)
+                if isinstance(loaded, LoadFailed):
                     if not started_once:
-                        failures[number] = failure
+                        failures[number] = loaded
                         return
-                    # It started before and fails now: charge the rest to the crash, don't loop.
+                    # It started before and fails now: charge the rest to the crash.
                     for task in pending:
-                        message = f"policy worker could not restart: {failure.message}"
-                        yield _failed(task, "worker_crash", message)
+                        message = f"the policy worker could not restart: {loaded.message}"
+                        yield _failed(task, EpisodeErrorKind.WORKER_CRASH, message)
                     return
                 started_once = True
+                worker.start_episodes(msgspec.structs.replace(request, tasks=pending))
+                wanted = {task.index for task in pending}
                 while pending:
-                    task = pending[0]
-                    result = self._episode(worker, task, record, storage, max_steps)
-                    pending.pop(0)
+                    result = worker.next_episode(wanted)
+                    pending = [task for task in pending if task.index != result.index]
+                    wanted.discard(result.index)
                     yield result
                     if result.error is not None and result.error.category in _FATAL:
-                        break  # the worker is gone; start a fresh one for the rest
-                else:
-                    reusable = sealed
+                        break
+            except WorkerDied as died:
+                yield _failed(pending.pop(0), died.kind, died.message)
             finally:
-                if reusable:
-                    with self._lock:
-                        self._sealed_idle.append(worker)
-                else:
-                    self._reapers.append(worker.close())
+                worker.close()
 
-    def _await_ready(self, worker: _Worker) -> InitFailure | None:
-        deadline = time.monotonic() + self.limits.init_timeout_s + INIT_GRACE_S
+    def _run_sealed(self, lane: _Lane, job, share, request, failures, number):
+        worker = lane.take_sealed()
+        loaded = worker.load(job)
+        if isinstance(loaded, LoadFailed):
+            failures[number] = loaded
+            lane.drop_sealed()
+            return
+        worker.start_episodes(msgspec.structs.replace(request, tasks=share))
+        wanted = {task.index for task in share}
         try:
-            header, _ = worker.reader.read(deadline)
-        except FrameTimeout:
-            worker.kill()
-            return InitFailure(
-                verdict="init_timeout",
-                message=f"the policy did not start within {self.limits.init_timeout_s} s",
-            )
-        except (FrameError, OSError):
-            category, message = worker.death_reason()
-            verdict = "oom" if category == "oom" else "worker_crash"
-            return InitFailure(verdict=verdict, message=message)
-        if header.get("op") == "ready":
-            return None
-        if header.get("op") == "init_failed":
-            try:
-                return InitFailure.model_validate(header)
-            except ValueError:
-                pass
-        worker.kill()
-        return InitFailure(
-            verdict="worker_crash",
-            message="policy worker sent an unexpected message during start-up",
-        )
-
-    def _episode(self, worker, task, record, storage, max_steps) -> EpisodeResult:
-        try:
-            worker.send(
-                {
-                    "op": "episode",
-                    "index": task.index,
-                    "seed": task.seed,
-                    "episode_index": task.episode_index,
-                    "max_steps": max_steps,
-                    "record": record,
-                    **storage,
-                }
-            )
-        except OSError:  # the worker died between episodes
-            return _failed(task, *worker.death_reason())
-        deadline = time.monotonic() + self.limits.rollout_wall_s + EPISODE_GRACE_S
-        try:
-            header, blobs = worker.reader.read(deadline)
-        except FrameTimeout:
-            worker.kill()
-            return _failed(
-                task,
-                "episode_timeout",
-                f"episode exceeded the {self.limits.rollout_wall_s} s limit and its worker was killed",
-            )
-        except (FrameError, OSError):
-            return _failed(task, *worker.death_reason())
-        try:
-            if header.get("op") != "episode" or header.get("index") != task.index:
-                raise ValueError("reply does not match the episode asked for")
-            result = EpisodeResult.model_validate({**header, "return_": header.get("return")})
-        except ValueError as exc:
-            worker.kill()
-            return _failed(
-                task, "worker_crash", f"policy worker sent an invalid episode result: {exc}"
-            )
-        if record and len(blobs) == 2:
-            result.trajectory, result.observations = blobs
-        return result
+            while wanted:
+                result = worker.next_episode(wanted)
+                wanted.discard(result.index)
+                yield result
+        except WorkerDied as died:
+            lane.drop_sealed()
+            for task in share:
+                if task.index in wanted:
+                    yield _failed(task, died.kind, died.message)
 
 
-_FATAL = {"episode_timeout", "oom", "cpu_limit", "file_size_limit", "worker_crash"}
+def _load_verdict(kind: EpisodeErrorKind) -> Verdict:
+    return Verdict.OOM if kind is EpisodeErrorKind.OOM else Verdict.WORKER_CRASH
 
 
-def _failed(task: EpisodeTask, category: str, message: str) -> EpisodeResult:
-    return EpisodeResult(
-        index=task.index,
-        return_=0.0,
-        length=0,
-        error=EpisodeError(category=category, message=message),
+def _failed(task: Task, kind: EpisodeErrorKind, message: str) -> EpisodeDone:
+    return EpisodeDone(
+        index=task.index, episode_return=0.0, length=0, error=EpisodeError(kind, message)
     )

@@ -1,84 +1,149 @@
-"""Framed messages over pipes between the judge and a policy worker.
+"""Framed, typed messages over a connected Unix stream socket.
 
-A frame is ``b"EPG1"``, a 4-byte big-endian header length, a UTF-8 JSON header, then the raw
-bytes of the blobs whose sizes the header lists under ``"blobs"``. JSON (never pickle) because
-the worker runs untrusted code: the judge must be able to read anything a worker sends without
-executing it, and must refuse frames that are malformed or too large.
+A frame is a 4-byte big-endian length and a MessagePack body decoded into one of the message
+types of :mod:`evopolicygym.protocol` (never pickle: the peer may run untrusted code, so the
+judge must read anything it sends without executing it, and refuse what is malformed or too
+large). File descriptors travel as ``SCM_RIGHTS`` with the first byte of a frame; the receiver
+keeps them in arrival order until :meth:`Channel.take_fds` claims them.
 """
 
 from __future__ import annotations
 
+import array
 import os
 import select
+import socket
 import struct
 import time
+from collections import deque
 from typing import Any
 
-import orjson
+import msgspec
 
-MAGIC = b"EPG1"
-_PREFIX = struct.Struct(">4sI")
-MAX_HEADER_BYTES = 64 * 2**20
+_LENGTH = struct.Struct(">I")
+_ENCODER = msgspec.msgpack.Encoder()
+DEFAULT_MAX_BYTES = 1 << 30
 
 
 class FrameError(RuntimeError):
-    """The peer sent something that is not a valid frame, or closed the pipe."""
+    """The peer closed the channel or sent something that is not a valid message."""
 
 
 class FrameTimeout(TimeoutError):
-    """No complete frame arrived before the deadline."""
+    """No complete message arrived before the deadline."""
 
 
-def encode_frame(header: dict[str, Any], blobs: list[bytes] | None = None) -> bytes:
-    blobs = blobs or []
-    header = {**header, "blobs": [len(blob) for blob in blobs]}
-    body = orjson.dumps(header)
-    return b"".join([_PREFIX.pack(MAGIC, len(body)), body, *blobs])
+class Channel:
+    """One end of a message channel. ``incoming`` is the type (usually a union of tagged
+    structs) every received message must decode to; ``max_bytes`` caps one frame.
 
+    Not thread-safe: one thread sends, and one thread receives, at a time.
+    """
 
-def write_frame(fd: int, header: dict[str, Any], blobs: list[bytes] | None = None) -> None:
-    data = memoryview(encode_frame(header, blobs))
-    while data:
-        written = os.write(fd, data)
-        data = data[written:]
-
-
-class FrameReader:
-    """Reads frames from a file descriptor with a deadline and a size cap."""
-
-    def __init__(self, fd: int, max_bytes: int = 1 << 30):
-        self.fd = fd
+    def __init__(self, sock: socket.socket, incoming: Any, *, max_bytes: int = DEFAULT_MAX_BYTES):
+        self.sock = sock
         self.max_bytes = max_bytes
+        self._decoder = msgspec.msgpack.Decoder(incoming)
+        self._buffer = bytearray()
+        self._fds: deque[int] = deque()
+        self._poll = select.poll()
+        self._poll.register(sock.fileno(), select.POLLIN)
 
-    def _read_exact(self, count: int, deadline: float | None) -> bytes:
-        chunks: list[bytes] = []
-        remaining = count
-        while remaining:
+    @classmethod
+    def from_fd(cls, fd: int, incoming: Any, **kwargs: Any) -> Channel:
+        return cls(socket.socket(fileno=fd), incoming, **kwargs)
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def close(self) -> None:
+        while self._fds:
+            os.close(self._fds.popleft())
+        self.sock.close()
+
+    # -- sending ---------------------------------------------------------------------------------
+
+    def send(self, message: Any, fds: list[int] | tuple[int, ...] = ()) -> None:
+        """Send one message (and ``fds`` with it). Raises ``OSError`` when the peer is gone."""
+        body = _ENCODER.encode(message)
+        frame = _LENGTH.pack(len(body)) + body
+        if fds:
+            sent = socket.send_fds(self.sock, [frame], list(fds))
+            frame = frame[sent:]
+        if frame:
+            self.sock.sendall(frame)
+
+    # -- receiving -------------------------------------------------------------------------------
+
+    def recv(self, deadline: float | None = None) -> Any:
+        """The next message; ``deadline`` is a ``time.monotonic()`` value (None waits forever).
+        Raises :class:`FrameTimeout` or :class:`FrameError`."""
+        while True:
+            message = self._pop_frame()
+            if message is not None:
+                return message
             if deadline is not None:
                 wait = deadline - time.monotonic()
-                if wait <= 0 or not select.select([self.fd], [], [], wait)[0]:
-                    raise FrameTimeout(
-                        f"no complete frame within the time limit ({count - remaining}/{count} bytes)"
-                    )
-            chunk = os.read(self.fd, min(remaining, 1 << 20))
-            if not chunk:
-                raise FrameError("worker closed its pipe")
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
+                if wait <= 0 or not self._poll.poll(wait * 1000):
+                    raise FrameTimeout("no complete message before the deadline")
+            self._fill()
 
-    def read(self, deadline: float | None = None) -> tuple[dict[str, Any], list[bytes]]:
-        """The next frame as ``(header, blobs)``. ``deadline`` is a ``time.monotonic()`` value."""
-        magic, length = _PREFIX.unpack(self._read_exact(_PREFIX.size, deadline))
-        if magic != MAGIC or length > MAX_HEADER_BYTES:
-            raise FrameError("malformed frame prefix")
+    def recv_nowait(self) -> Any:
+        """The next message if one is complete or readable right now, else None."""
+        message = self._pop_frame()
+        while message is None and self._poll.poll(0):
+            self._fill()
+            message = self._pop_frame()
+        return message
+
+    def take_fds(self, count: int) -> list[int]:
+        """Claim the next ``count`` received descriptors (a message that carries descriptors
+        says how many); raises :class:`FrameError` if fewer arrived."""
+        if len(self._fds) < count:
+            raise FrameError(f"expected {count} file descriptors, got {len(self._fds)}")
+        return [self._fds.popleft() for _ in range(count)]
+
+    def _pop_frame(self) -> Any:
+        buffer = self._buffer
+        if len(buffer) < 4:
+            return None
+        (length,) = _LENGTH.unpack_from(buffer)
+        if length > self.max_bytes:
+            raise FrameError(f"a {length}-byte message exceeds the {self.max_bytes}-byte cap")
+        end = 4 + length
+        if len(buffer) < end:
+            return None
         try:
-            header = orjson.loads(self._read_exact(length, deadline))
-        except orjson.JSONDecodeError as exc:
-            raise FrameError(f"malformed frame header: {exc}") from exc
-        sizes = header.get("blobs", []) if isinstance(header, dict) else None
-        if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
-            raise FrameError("malformed frame header: blobs must list sizes")
-        if sum(sizes) > self.max_bytes:
-            raise FrameError(f"frame of {sum(sizes)} bytes exceeds the {self.max_bytes}-byte cap")
-        return header, [self._read_exact(size, deadline) for size in sizes]
+            message = self._decoder.decode(memoryview(buffer)[4:end])
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise FrameError(f"malformed message: {exc}") from None
+        del buffer[:end]
+        return message
+
+    def _fill(self) -> None:
+        want = max(1 << 16, min(self._missing(), 1 << 24))
+        fds = array.array("i")
+        try:
+            data, ancillary, _flags, _addr = self.sock.recvmsg(
+                want, socket.CMSG_SPACE(16 * fds.itemsize)
+            )
+        except ConnectionResetError:
+            data, ancillary = b"", []
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        self._fds.extend(fds)
+        if not data:
+            raise FrameError("the peer closed the channel")
+        self._buffer += data
+
+    def _missing(self) -> int:
+        if len(self._buffer) < 4:
+            return 4
+        return 4 + _LENGTH.unpack_from(self._buffer)[0] - len(self._buffer)
+
+
+def channel_pair(left: Any, right: Any) -> tuple[Channel, Channel]:
+    """Two connected channels decoding ``left`` and ``right`` messages respectively."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return Channel(a, left), Channel(b, right)

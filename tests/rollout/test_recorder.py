@@ -4,7 +4,8 @@ import io
 
 import numpy as np
 
-from evopolicygym.rollout.worker import EXTERNALIZE_BYTES, _externalize, _nbytes
+from evopolicygym.rollout._recorder import EXTERNALIZE_BYTES, _nbytes
+from evopolicygym.rollout._recorder import externalize as _externalize
 
 
 def test_nbytes_counts_what_the_stack_will_hold():

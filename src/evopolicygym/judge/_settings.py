@@ -1,0 +1,61 @@
+"""What a judge is built from: its settings, its paths, and the episode runner it drives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from evopolicygym.cases import CaseSplits
+from evopolicygym.envs import EnvSpec, SpaceSchemas
+from evopolicygym.protocol import LimitsSection
+from evopolicygym.rollout import EpisodeResult, EpisodeTask, InitFailure, WorkerJob
+
+EventLog = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class JudgePaths:
+    system: Path
+    feedback: Path
+    checkpoints: Path
+    private: Path
+
+
+@dataclass
+class JudgeSettings:
+    """What the judge is configured with (see ``RunConfig`` for the user-facing fields)."""
+
+    spec: EnvSpec
+    schemas: SpaceSchemas
+    splits: CaseSplits
+    budget: int
+    minimum: int
+    maximum: int
+    limits: LimitsSection
+    jobs: int
+    compress_images: bool = False
+    isolation: str = "process"
+
+
+class EpisodeRunner(Protocol):
+    """Runs a checkpoint's episodes (``rollout.WorkerPool``; tests may pass an in-process
+    fake). ``sealed`` marks hidden evaluation."""
+
+    def run(
+        self,
+        job: WorkerJob,
+        tasks: list[EpisodeTask],
+        *,
+        record: bool,
+        obs_external: bool = False,
+        compress_images: bool = False,
+        max_steps: int,
+        sealed: bool = False,
+        on_episode: Callable[[EpisodeResult], None] | None = None,
+    ) -> list[EpisodeResult] | InitFailure: ...
+
+    def prewarm(self) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,174 @@
+"""Integrity of a run's state: the private key, the HMAC chain of the journal, the seal of
+``run.json``, and the fingerprint of the interpreter the workers import from.
+
+The key (32 random bytes in ``.judge/key``, mode 0600) never leaves the judge: no worker or
+agent is given a path to it, and at the ``namespaced`` level no policy can see the run directory
+at all. Anyone with the key can check a run with :func:`verify_run`
+(``evopolicygym verify RUN_DIR``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import statistics
+from pathlib import Path
+from typing import Any
+
+KEY_FILE = "key"
+
+
+class IntegrityError(RuntimeError):
+    """Run state that was changed outside the judge, or cannot be checked."""
+
+
+def load_key(private: Path, *, create: bool) -> bytes:
+    """The run's key; created (0600) when ``create`` and absent."""
+    path = private / KEY_FILE
+    if not path.exists():
+        if not create:
+            raise IntegrityError(
+                f"{path} is missing: this run's journal cannot be verified, so it cannot be "
+                "resumed or scored; start a new run (a new --exp-id or directory)"
+            )
+        private.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+    return bytes.fromhex(path.read_text().strip())
+
+
+def canonical(body: dict[str, Any]) -> bytes:
+    """The bytes a MAC covers: compact JSON with sorted keys, without the ``mac`` field."""
+    return json.dumps(
+        {k: v for k, v in body.items() if k != "mac"}, sort_keys=True, separators=(",", ":")
+    ).encode()
+
+
+def chain_mac(key: bytes, previous: str, body: dict[str, Any]) -> str:
+    """The MAC of a journal line: HMAC-SHA256 of the previous line's MAC and this record."""
+    return hmac.new(key, previous.encode() + b"\n" + canonical(body), hashlib.sha256).hexdigest()
+
+
+def seal(key: bytes, record: dict[str, Any], journal_mac: str) -> dict[str, Any]:
+    """``record`` (a ``run.json`` dump) with its ``integrity`` field: the journal head it was
+    written after, and a MAC over everything else."""
+    sealed = {**record, "integrity": {"journal_mac": journal_mac}}
+    sealed["integrity"]["mac"] = hmac.new(key, canonical(sealed), hashlib.sha256).hexdigest()
+    return sealed
+
+
+def seal_matches(key: bytes, record: dict[str, Any]) -> bool:
+    integrity = dict(record.get("integrity") or {})
+    mac = integrity.pop("mac", "")
+    body = {**record, "integrity": integrity}
+    expected = hmac.new(key, canonical(body), hashlib.sha256).hexdigest()
+    return hmac.compare_digest(mac, expected)
+
+
+# -- interpreter fingerprint ---------------------------------------------------------------------
+
+
+def interpreter_fingerprint(modules: list[str], site_dirs: list[str]) -> str:
+    """``sha256:<hex>`` of what workers import: the status of every module file (size, times,
+    inode: a rewrite changes ``ctime``, which no user can set back), the ``.pth`` files of the
+    site directories (content) and the site directories themselves (an added package changes
+    them)."""
+    digest = hashlib.sha256()
+    for path in sorted(set(modules)):
+        digest.update(_status(path))
+    for directory in sorted(set(site_dirs)):
+        digest.update(_status(directory))
+        try:
+            names = sorted(name for name in os.listdir(directory) if name.endswith(".pth"))
+        except OSError:
+            continue
+        for name in names:
+            file = os.path.join(directory, name)
+            digest.update(_status(file))
+            with contextlib.suppress(OSError):
+                digest.update(Path(file).read_bytes())
+    return "sha256:" + digest.hexdigest()
+
+
+def _status(path: str) -> bytes:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return f"{path}\0missing\n".encode()
+    return (
+        f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{info.st_ino}\n".encode()
+    )
+
+
+# -- checking a whole run ------------------------------------------------------------------------
+
+
+def verify_run(root: Path) -> list[tuple[bool, str]]:
+    """Re-check a run directory: the journal's chain, every ok checkpoint against the hash
+    journaled at its submit, ``run.json``'s seal, and that its score is the mean of its
+    journaled held-out returns. Returns ``(passed, description)`` per check."""
+    from .checkpoint import files_hash, read_files
+    from .ledger import JournalCorrupt, Ledger, submit_dirname
+
+    checks: list[tuple[bool, str]] = []
+    private = root / ".judge"
+    try:
+        key = load_key(private, create=False)
+        ledger = Ledger.replay(private / "journal.jsonl", key)
+    except (IntegrityError, JournalCorrupt, FileNotFoundError) as exc:
+        return [(False, f"journal: {exc}")]
+    checks.append((True, f"journal: {ledger.lines} records, HMAC chain intact"))
+    for submit in ledger.ok_submits():
+        directory = root / "checkpoints" / submit_dirname(submit.index)
+        if not directory.is_dir():
+            checks.append((False, f"checkpoint {submit.index}: {directory} is missing"))
+            continue
+        actual = files_hash(read_files(directory))
+        if submit.tree_hash and hmac.compare_digest(actual, submit.tree_hash):
+            checks.append((True, f"checkpoint {submit.index}: content matches its submit"))
+        else:
+            checks.append(
+                (
+                    False,
+                    f"checkpoint {submit.index}: content {actual} != journaled {submit.tree_hash}",
+                )
+            )
+    run_json = root / "run.json"
+    if not run_json.exists():
+        checks.append((True, "run.json: not written yet (the run is not finished)"))
+        return checks
+    record = json.loads(run_json.read_text())
+    if not seal_matches(key, record):
+        checks.append(
+            (False, "run.json: its seal does not match: it was edited after the judge wrote it")
+        )
+        return checks
+    checks.append((True, "run.json: seal intact"))
+    head = (record.get("integrity") or {}).get("journal_mac")
+    if head not in ledger.macs:
+        checks.append((False, "run.json: written after a journal state that does not exist"))
+    outcome = record.get("outcome") or {}
+    heldout = ledger.heldout
+    if outcome.get("status") == "completed":
+        returns = outcome.get("heldout_returns") or []
+        agrees = (
+            heldout is not None
+            and heldout.index == outcome.get("best_submit_index")
+            and heldout.returns == returns
+            and returns
+            and outcome.get("final_score") == statistics.fmean(returns)
+        )
+        checks.append(
+            (
+                bool(agrees),
+                "score: final_score is the mean of the journaled held-out returns"
+                if agrees
+                else "score: final_score does not match the journaled held-out evaluation",
+            )
+        )
+    return checks

@@ -1,0 +1,261 @@
+"""Messages between the judge and its sandboxed processes, declared once and decoded on both
+sides (msgspec: typed, validated, and cheap enough for per-step traffic).
+
+Three channels, each a stream of length-prefixed MessagePack frames (``sandbox.Channel``):
+
+* **host** (judge <-> lane host): the host is a pristine process inside a lane's sandbox that
+  has imported every library and forks workers on request. :class:`Spawn` / :class:`Spawned`
+  (the reply carries three file descriptors: the child's channel, its stdout and its stderr),
+  :class:`Kill`, :class:`Exited` (sent whenever a child ends, with its wait status).
+* **worker** (judge <-> environment worker): :class:`WorkerUp` once the environment is built,
+  then per checkpoint :class:`Load` -> :class:`Loaded` | :class:`LoadFailed`, then
+  :class:`RunEpisodes` -> one :class:`EpisodeDone` per task, in completion order.
+* **policy** (inside a sealed worker, hidden evaluation only): the worker asks its pristine
+  policy zygote for a policy process (:class:`ForkPolicy` -> :class:`PolicyForked`, later
+  :class:`PolicyEnded`); the policy process answers :class:`PolicyLoaded` | :class:`LoadFailed`,
+  then lock-step :class:`Step` -> :class:`Acted`.
+  These two are sent every round of lock-step evaluation.
+
+Everything a sandboxed process sends is untrusted: decoders reject unknown message types,
+unknown fields and wrong types, and the judge caps frame sizes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ._verdicts import EpisodeErrorKind, Verdict
+
+
+class _Message(msgspec.Struct, tag_field="op", forbid_unknown_fields=True):
+    """Base of every framed message; ``op`` on the wire names the message type."""
+
+
+# -- host channel ------------------------------------------------------------------------------
+
+
+class HostUp(_Message, tag="host_up"):
+    """The host imported its libraries and waits for :class:`Spawn` requests; ``modules``
+    lists the files they were imported from (the judge fingerprints them)."""
+
+    pid: int
+    modules: list[str] = []
+
+
+class Spawn(_Message, tag="spawn"):
+    """Fork a child that calls ``entry`` (``"module:function"``) with its channel descriptor and
+    ``argument``. ``child`` is the judge's name for it, unique per host."""
+
+    child: int
+    entry: str
+    argument: bytes
+
+
+class Spawned(_Message, tag="spawned"):
+    """Reply to :class:`Spawn`, carrying the child's channel, stdout and stderr descriptors."""
+
+    child: int
+    pid: int
+
+
+class Kill(_Message, tag="kill"):
+    """Kill a child and every process it left behind."""
+
+    child: int
+
+
+class Exited(_Message, tag="exited"):
+    """A child ended (by itself or by :class:`Kill`). ``status`` is its raw wait status;
+    ``strays`` counts descendants the host had to kill after it."""
+
+    child: int
+    status: int
+    strays: int
+
+
+HostReply = HostUp | Spawned | Exited
+HostRequest = Spawn | Kill
+
+
+# -- worker channel ----------------------------------------------------------------------------
+
+
+class WorkerConfig(msgspec.Struct, forbid_unknown_fields=True):
+    """What a worker is started with (the ``argument`` of its :class:`Spawn`). Holds no path
+    of the run and no seed. ``core`` pins the worker (and its sealed policy process) to one CPU;
+    ``slots`` is how many episodes a sealed worker steps in lock step; ``landlock_abi`` and
+    ``seccomp`` say which hardening policy code runs under (from the isolation plan)."""
+
+    env_spec: dict[str, Any]
+    limits: dict[str, Any]
+    sealed: bool
+    core: int | None = None
+    slots: int = 1
+    landlock_abi: int = 0
+    seccomp: bool = False
+
+
+class CheckpointFile(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """One file of a checkpoint, by path relative to ``system/``; ``link`` is the target of a
+    symbolic link (then ``data`` is empty)."""
+
+    path: str
+    data: bytes
+    link: str | None = None
+
+
+class WorkerUp(_Message, tag="worker_up"):
+    """The worker built its environment (``env_error`` says why it could not)."""
+
+    env_error: str | None = None
+
+
+class Load(_Message, tag="load"):
+    """Load a checkpoint: its files (verified against ``tree_hash`` by the judge before
+    sending) and the three constructor arguments of ``Policy``."""
+
+    files: list[CheckpointFile]
+    tree_hash: str
+    obs_space: dict[str, Any]
+    action_space: dict[str, Any]
+    env_meta: dict[str, Any]
+
+
+class Loaded(_Message, tag="loaded"):
+    """``Policy`` was constructed; ``stdout``/``stderr`` hold what the import and ``__init__``
+    printed (prepended to the first episode's output). ``instances`` counts the policy objects
+    built (sealed evaluation steps several episodes in lock step)."""
+
+    stdout: str = ""
+    stderr: str = ""
+    instances: int = 1
+
+
+class LoadFailed(_Message, tag="load_failed"):
+    """The checkpoint could not be imported or constructed; the whole call gets ``verdict``."""
+
+    verdict: Verdict
+    message: str
+    traceback: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+
+
+class Task(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """One episode: its position in the batch, its case seed and the ``reset`` argument."""
+
+    index: int
+    seed: int
+    episode_index: int
+
+
+class RunEpisodes(_Message, tag="run_episodes"):
+    """Play ``tasks`` with the loaded checkpoint. ``record`` asks for trajectories;
+    ``obs_external``/``compress_images`` choose how recorded observations are stored."""
+
+    tasks: list[Task]
+    max_steps: int
+    record: bool
+    obs_external: bool = False
+    compress_images: bool = False
+
+
+class EpisodeError(msgspec.Struct, forbid_unknown_fields=True):
+    """Why an episode ended early, with the policy's traceback when there is one."""
+
+    category: EpisodeErrorKind
+    message: str
+    traceback: str | None = None
+    step_index: int | None = None
+
+
+class EpisodeDone(_Message, tag="episode_done"):
+    """One finished (or failed) episode. ``trajectory`` holds ``trajectory.jsonl`` bytes and
+    ``observations`` the ``.npy``/``.npz`` bytes (``obs_format``) when it was recorded."""
+
+    index: int
+    episode_return: float
+    length: int
+    error: EpisodeError | None = None
+    stdout: str = ""
+    stderr: str = ""
+    obs_format: str | None = None
+    trajectory: bytes = b""
+    observations: bytes = b""
+
+    @property
+    def timed_out(self) -> bool:
+        return self.error is not None and self.error.category in (
+            EpisodeErrorKind.ACT_TIMEOUT,
+            EpisodeErrorKind.EPISODE_TIMEOUT,
+        )
+
+
+WorkerReply = WorkerUp | Loaded | LoadFailed | EpisodeDone
+WorkerRequest = Load | RunEpisodes
+
+
+# -- policy channel (inside a sealed worker) ---------------------------------------------------
+
+
+class ForkPolicy(_Message, tag="fork_policy"):
+    """Worker -> its policy zygote: fork a sealed policy process for ``load`` with ``slots``
+    instances. Carries one descriptor: the policy process's end of its channel."""
+
+    load: Load
+    slots: int
+
+
+class PolicyForked(_Message, tag="policy_forked"):
+    """Zygote -> worker: the policy process started."""
+
+    pid: int
+
+
+class PolicyEnded(_Message, tag="policy_ended"):
+    """Zygote -> worker: a policy process ended with raw wait ``status``."""
+
+    pid: int
+    status: int
+
+
+ZygoteReply = PolicyForked | PolicyEnded
+
+
+class PolicyLoaded(_Message, tag="policy_loaded"):
+    """The sealed policy process built ``instances`` independent ``Policy`` objects."""
+
+    instances: int
+
+
+class Step(_Message, tag="step"):
+    """One lock-step round: ``resets`` are ``[slot, episode_index, seconds]`` for slots starting
+    an episode (called before the round's actions), ``acts`` are ``[slot, observation,
+    seconds]``; ``seconds`` is the time limit of that call."""
+
+    resets: list[tuple[int, int, float]]
+    acts: list[tuple[int, Any, float]]
+
+
+class SlotError(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """A policy call of one slot failed (``call`` is ``"reset"`` or ``"act"``): the episode
+    ends with ``category``."""
+
+    slot: int
+    call: str
+    category: EpisodeErrorKind
+    message: str
+    traceback: str | None = None
+
+
+class Acted(_Message, tag="acted"):
+    """Reply to :class:`Step`: one JSON-safe action per entry of ``acts`` (``None`` where that
+    slot failed) and the failures of resets and actions."""
+
+    actions: list[Any]
+    errors: list[SlotError]
+
+
+PolicyReply = PolicyLoaded | LoadFailed | Acted

@@ -1,0 +1,145 @@
+"""The episode loop: one episode of a policy object on a world, with time limits, captured
+output, optional recording, and every failure turned into an episode error.
+
+This is the only sequential loop (train submits, and readiness checks that play a policy);
+hidden evaluation steps several episodes in lock step (``_lockstep``) with the same rules.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import random
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from evopolicygym.envs import World
+from evopolicygym.protocol import EpisodeDone, EpisodeError, EpisodeErrorKind, Task
+
+from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
+from ._loader import relative_traceback
+from ._recorder import EpisodeRecorder
+
+
+def seed_policy_randomness(episode_index: int) -> None:
+    """Python's ``random`` and NumPy's legacy global generator, seeded before ``reset``."""
+    random.seed(episode_index)
+    np.random.seed(episode_index % 2**32)
+
+
+class PolicyFailure(Exception):
+    """A policy call failed somewhere the traceback cannot be taken from (another process)."""
+
+    def __init__(self, kind: EpisodeErrorKind, message: str, traceback_text: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.traceback_text = traceback_text
+
+
+def timeout_error(kind: EpisodeErrorKind, call: str, limits: dict[str, Any]) -> str:
+    limit = (
+        limits["rollout_wall_s"]
+        if kind is EpisodeErrorKind.EPISODE_TIMEOUT
+        else limits["act_timeout_s"]
+    )
+    return f"{call}() exceeded the {limit} s {kind.replace('_', ' ')} limit"
+
+
+def play_episode(
+    world: World,
+    policy: Any,
+    task: Task,
+    *,
+    max_steps: int,
+    limits: dict[str, Any],
+    watchdog: Watchdog,
+    recorder: EpisodeRecorder | None = None,
+    system=None,
+    prefix_output: tuple[str, str] = ("", ""),
+) -> EpisodeDone:
+    """Play ``task`` with ``policy`` (an object with ``reset``/``act``) on ``world``.
+
+    The policy's ``print`` output is captured per episode (capped at ``limits["output_bytes"]``,
+    ``prefix_output`` first); ``system`` is the checkpoint directory whose paths tracebacks show
+    as ``system/``. Never raises for a policy or environment fault."""
+    act_limit, wall_limit = limits["act_timeout_s"], limits["rollout_wall_s"]
+    cap = limits["output_bytes"]
+    out, err = CappedWriter(cap), CappedWriter(cap)
+    out.write(prefix_output[0])
+    err.write(prefix_output[1])
+    sys.stdout, sys.stderr = out, err
+    total, step, length = 0.0, 0, 0
+    error: EpisodeError | None = None
+    kind = EpisodeErrorKind.RESET_ERROR
+    deadline = time.monotonic() + wall_limit
+    try:
+        seed_policy_randomness(task.episode_index)
+        watchdog.call(min(act_limit, wall_limit), policy.reset, task.episode_index)
+        kind = EpisodeErrorKind.ENV_ERROR
+        obs = world.reset(task.seed)
+        observe, env_step, act = world.observe, world.step, policy.act
+        for step in range(max_steps):  # noqa: B007 (read after the loop: where it stopped)
+            visible = observe(obs)
+            kind = EpisodeErrorKind.ACT_ERROR
+            started = time.monotonic()
+            watchdog.deadline = started + act_limit if started + act_limit < deadline else deadline
+            try:
+                action = act(visible)
+            finally:
+                watchdog.deadline = math.inf
+            kind = EpisodeErrorKind.ENV_ERROR
+            turn = env_step(action)
+            total += turn.reward
+            if recorder is not None:
+                recorder.add(obs, visible, action, turn)
+            obs = turn.obs
+            if turn.terminated or turn.truncated:
+                break
+        length = step + 1
+    except PolicyTimeout as exc:
+        timed = (
+            EpisodeErrorKind.EPISODE_TIMEOUT
+            if time.monotonic() >= deadline - 1e-3
+            else EpisodeErrorKind.ACT_TIMEOUT
+        )
+        call = "reset" if kind is EpisodeErrorKind.RESET_ERROR else "act"
+        message = timeout_error(timed, call, limits)
+        if near_memory_limit():
+            timed, message = EpisodeErrorKind.OOM, f"{message} while holding its memory limit"
+        error = _error(timed, message, exc, step, system)
+    except PolicyFailure as exc:
+        error = EpisodeError(exc.kind, exc.message, exc.traceback_text, step)
+    except MemoryError as exc:
+        error = _error(EpisodeErrorKind.OOM, f"MemoryError: {exc}", exc, step, system)
+    except OSError as exc:
+        # CPython ignores SIGXFSZ, so the file size limit surfaces as EFBIG.
+        if exc.errno == errno.EFBIG:
+            kind = EpisodeErrorKind.FILE_SIZE_LIMIT
+        error = _error(kind, f"{type(exc).__name__}: {exc}", exc, step, system)
+    except (Exception, SystemExit) as exc:  # sys.exit() in a policy ends only its episode
+        error = _error(kind, f"{type(exc).__name__}: {exc}", exc, step, system)
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    if error is not None:
+        length = len(recorder) if recorder is not None else step
+    done = EpisodeDone(
+        index=task.index,
+        episode_return=total,
+        length=length,
+        error=error,
+        stdout=out.value(),
+        stderr=err.value(),
+    )
+    if recorder is not None:
+        done.trajectory, done.observations, done.obs_format = recorder.finish()
+    return done
+
+
+def _error(
+    kind: EpisodeErrorKind, message: str, exc: BaseException, step: int, system
+) -> EpisodeError:
+    return EpisodeError(kind, message, relative_traceback(exc, system), step)

@@ -1,0 +1,167 @@
+"""Loading a checkpoint into the process that runs it: its files into a scratch directory, then
+``policy.py`` imported and ``Policy`` constructed, once or several times.
+
+Every instance gets its own copy of the checkpoint's modules (``policy`` and whatever else of
+``system/`` it imports), executed from code compiled once: instances that play episodes side
+by side share no module globals. A checkpoint module is one whose name is not imported already
+when loading starts (as with a plain import, an installed package that is already loaded wins).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from evopolicygym.protocol import CheckpointFile, Load, LoadFailed, Verdict
+
+from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
+
+
+def write_checkpoint(files: list[CheckpointFile], system: Path) -> None:
+    """Recreate a checkpoint's files below ``system`` (paths never leave it)."""
+    system.mkdir(parents=True, exist_ok=True)
+    root = system.resolve()
+    for item in files:
+        target = (system / item.path).resolve() if item.link is None else system / item.path
+        parent = target.parent.resolve()
+        if parent != root and root not in parent.parents:
+            continue  # a path that escapes system/ (the judge never sends one)
+        parent.mkdir(parents=True, exist_ok=True)
+        if item.link is not None:
+            os.symlink(item.link, target)
+        else:
+            target.write_bytes(item.data)
+
+
+def relative_traceback(exc: BaseException, system: Path | None) -> str:
+    """The traceback from the first frame of policy code on, with scratch paths shown as
+    ``system/`` paths so the agent recognises its files."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    prefix = str(system) if system else None
+    start = next((i for i, f in enumerate(frames) if prefix and f.filename.startswith(prefix)), 0)
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.format_list(frames[start:])
+    lines += traceback.format_exception_only(type(exc), exc)
+    text = "".join(lines)
+    return text.replace(prefix + "/", "system/") if prefix else text
+
+
+class _CompiledFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves the checkpoint's modules from code compiled once, a fresh module per import."""
+
+    def __init__(self, code: dict[str, tuple[Any, Path, bool]]):
+        self.code = code  # module name -> (code object, file, is package)
+
+    def find_spec(self, name, path=None, target=None):
+        entry = self.code.get(name)
+        if entry is None:
+            return None
+        _, file, package = entry
+        spec = importlib.machinery.ModuleSpec(name, self, origin=str(file), is_package=package)
+        spec.has_location = True
+        if package:
+            spec.submodule_search_locations = [str(file.parent)]
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        code, file, _ = self.code[module.__name__]
+        module.__file__ = str(file)
+        exec(code, module.__dict__)
+
+
+class CheckpointLoader:
+    """Imports a checkpoint written to ``system`` and builds ``Policy`` instances from it."""
+
+    def __init__(self, system: Path, load: Load, watchdog: Watchdog, limits: dict[str, Any]):
+        self.system = system
+        self.load = load
+        self.watchdog = watchdog
+        self.limits = limits
+        self._finder: _CompiledFinder | None = None
+
+    def _compile(self) -> None:
+        """Compile every ``.py`` file of the checkpoint whose module name is not taken."""
+        code: dict[str, tuple[Any, Path, bool]] = {}
+        for file in sorted(self.system.rglob("*.py")):
+            parts = file.relative_to(self.system).with_suffix("").parts
+            package = parts[-1] == "__init__"
+            if package:
+                parts = parts[:-1]
+            if not parts or not all(part.isidentifier() for part in parts):
+                continue
+            name = ".".join(parts)
+            if name in sys.modules and name != "policy":
+                continue
+            code[name] = (compile(file.read_bytes(), str(file), "exec"), file, package)
+        self._finder = _CompiledFinder(code)
+        sys.meta_path.insert(0, self._finder)
+        sys.path.insert(0, str(self.system))
+
+    def import_policy(self) -> Any:
+        """A fresh copy of the checkpoint's modules; returns the new ``policy`` module."""
+        if self._finder is None:
+            self._compile()
+        assert self._finder is not None
+        for name in self._finder.code:
+            sys.modules.pop(name, None)
+        return importlib.import_module("policy")
+
+    def construct(self, module: Any) -> Any:
+        policy_class = getattr(module, "Policy", None)
+        if policy_class is None:
+            raise AttributeError("policy.py defines no class Policy")
+        return policy_class(self.load.obs_space, self.load.action_space, self.load.env_meta)
+
+    def build(self) -> Any:
+        """Another independent instance (after :meth:`first` succeeded)."""
+        return self.construct(self.import_policy())
+
+    def first(self) -> tuple[Any, LoadFailed | None, str, str]:
+        """Import and construct the first instance under the init time limit, capturing its
+        output: returns ``(policy or None, failure or None, stdout, stderr)``."""
+        limit = self.limits["init_timeout_s"]
+        cap = self.limits["output_bytes"]
+        out, err = CappedWriter(cap), CappedWriter(cap)
+        sys.stdout, sys.stderr = out, err
+        phase = Verdict.IMPORT_ERROR
+        self.watchdog.deadline = time.monotonic() + limit
+        try:
+            module = self.import_policy()
+            phase = Verdict.INIT_ERROR
+            policy = self.construct(module)
+        except PolicyTimeout as exc:
+            verdict = Verdict.OOM if near_memory_limit() else Verdict.INIT_TIMEOUT
+            return None, self._failure(verdict, exc, out, err), "", ""
+        except MemoryError as exc:
+            return None, self._failure(Verdict.OOM, exc, out, err), "", ""
+        except BaseException as exc:
+            return None, self._failure(phase, exc, out, err), "", ""
+        finally:
+            self.watchdog.deadline = float("inf")
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        return policy, None, out.value(), err.value()
+
+    def _failure(
+        self, verdict: Verdict, exc: BaseException, out: CappedWriter, err: CappedWriter
+    ) -> LoadFailed:
+        message = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, PolicyTimeout):
+            message = f"import + Policy() took longer than {self.limits['init_timeout_s']} s"
+            if verdict is Verdict.OOM:
+                message += " while holding its memory limit (MemoryError-bound)"
+        return LoadFailed(
+            verdict=verdict,
+            message=message,
+            traceback=relative_traceback(exc, self.system),
+            stdout=out.value(),
+            stderr=err.value(),
+        )

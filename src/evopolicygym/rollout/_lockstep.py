@@ -1,0 +1,356 @@
+"""Hidden evaluation inside a sealed worker: several episodes stepped in lock step against one
+sealed policy process, so that the process boundary is crossed once per round, not once per
+episode step.
+
+Each slot is one episode at a time on its own world with its own ``Policy`` instance. A round
+sends the observations of every running slot in one :class:`Step` and gets every action back
+in one :class:`Acted`. When the policy process dies or hangs, the slot whose call was running
+(the shared-memory marker says which) gets the error; the other running episodes start again
+from scratch on a fresh policy process, so every other episode's result is what it would have
+been had nothing happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import signal
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from evopolicygym.envs import World
+from evopolicygym.protocol import (
+    Acted,
+    EpisodeDone,
+    EpisodeError,
+    EpisodeErrorKind,
+    ForkPolicy,
+    Load,
+    Loaded,
+    LoadFailed,
+    PolicyEnded,
+    PolicyForked,
+    PolicyLoaded,
+    PolicyReply,
+    RunEpisodes,
+    Step,
+    Task,
+    Verdict,
+)
+from evopolicygym.sandbox import Channel, FrameError, FrameTimeout, kill_descendants, sweep_children
+
+from ._episode import timeout_error
+from ._exits import describe_exit
+from ._sealed import read_marker
+
+# Seconds a policy process may take beyond the time limits of a round before it is killed
+# (message encoding, interpreter overhead), and to build extra instances after the first.
+GRACE_S = 5.0
+
+
+class Zygote:
+    """The worker's end of its policy zygote: forks policy processes, learns how they ended."""
+
+    def __init__(self, channel: Channel, pid: int):
+        self.channel = channel
+        self.pid = pid
+        self.ended: dict[int, int] = {}
+
+    def fork(self, load: Load, slots: int) -> tuple[int, Channel]:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.channel.send(ForkPolicy(load=load, slots=slots), fds=[theirs.fileno()])
+        finally:
+            theirs.close()
+        while True:
+            reply = self.channel.recv(time.monotonic() + 30)
+            if isinstance(reply, PolicyForked):
+                return reply.pid, Channel(ours, PolicyReply)
+            self.ended[reply.pid] = reply.status
+
+    def status(self, pid: int, timeout: float = 5.0) -> int | None:
+        deadline = time.monotonic() + timeout
+        while pid not in self.ended:
+            try:
+                reply = self.channel.recv(deadline)
+            except (FrameTimeout, FrameError):
+                return None
+            if isinstance(reply, PolicyEnded):
+                self.ended[reply.pid] = reply.status
+        return self.ended.pop(pid)
+
+
+class PolicyGone(Exception):
+    """The policy process died or hung during a round; ``slot`` was running (or -1)."""
+
+    def __init__(self, slot: int, kind: EpisodeErrorKind, message: str):
+        super().__init__(message)
+        self.slot = slot
+        self.kind = kind
+        self.message = message
+
+
+class SealedPolicy:
+    """One sealed policy process, seen from its worker."""
+
+    def __init__(self, zygote: Zygote, marker: mmap.mmap, load: Load, slots: int, limits):
+        self.zygote = zygote
+        self.marker = marker
+        self.limits = limits
+        self.pid, self.channel = zygote.fork(load, slots)
+        self.alive = True
+
+    def wait_loaded(self) -> PolicyLoaded | LoadFailed:
+        limit = self.limits["init_timeout_s"]
+        deadline = time.monotonic() + limit * 1.25 + GRACE_S
+        try:
+            reply = self.channel.recv(deadline)
+        except FrameTimeout:
+            self.kill()
+            return LoadFailed(
+                verdict=Verdict.INIT_TIMEOUT,
+                message=f"import + Policy() took longer than {limit} s",
+            )
+        except FrameError:
+            kind, message = describe_exit(self._end(), "policy process")
+            verdict = Verdict.OOM if kind is EpisodeErrorKind.OOM else Verdict.WORKER_CRASH
+            return LoadFailed(verdict=verdict, message=message)
+        if isinstance(reply, (PolicyLoaded, LoadFailed)):
+            return reply
+        self.kill()
+        return LoadFailed(
+            verdict=Verdict.WORKER_CRASH, message="the policy process answered out of turn"
+        )
+
+    def step(self, request: Step, deadline: float) -> Acted:
+        try:
+            self.channel.send(request)
+            reply = self.channel.recv(deadline)
+        except FrameTimeout:
+            slot = read_marker(self.marker)
+            self.kill()
+            raise PolicyGone(slot, EpisodeErrorKind.ACT_TIMEOUT, "") from None
+        except (FrameError, OSError):
+            slot = read_marker(self.marker)
+            kind, message = describe_exit(self._end(), "policy process")
+            raise PolicyGone(slot, kind, message) from None
+        if not isinstance(reply, Acted) or len(reply.actions) != len(request.acts):
+            self.kill()
+            raise PolicyGone(
+                -1, EpisodeErrorKind.WORKER_CRASH, "the policy process answered out of turn"
+            )
+        return reply
+
+    def sweep(self) -> None:
+        """Kill whatever the policy process started (it keeps running)."""
+        kill_descendants(self.pid)
+
+    def kill(self) -> None:
+        if self.alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            self._end()
+
+    def _end(self) -> int | None:
+        self.alive = False
+        kill_descendants(self.pid)
+        status = self.zygote.status(self.pid)
+        self.channel.close()
+        return status
+
+
+@dataclass
+class _Running:
+    task: Task
+    world: World
+    obs: Any
+    deadline: float
+    total: float = 0.0
+    steps: int = 0
+
+
+class LockstepRunner:
+    """Hidden-evaluation episodes of one checkpoint at a time, in lock step."""
+
+    def __init__(
+        self, make_world: Callable[[], World], zygote: Zygote, marker: mmap.mmap, limits, slots: int
+    ):
+        self.make_world = make_world
+        self.zygote = zygote
+        self.marker = marker
+        self.limits = limits
+        self.wanted = slots
+        self.worlds: list[World] = []
+        self.policy: SealedPolicy | None = None
+        self.load_request: Load | None = None
+
+    def load(self, request: Load) -> Loaded | LoadFailed:
+        self.close_policy()
+        self.load_request = request
+        outcome = self._start()
+        if isinstance(outcome, LoadFailed):
+            return outcome
+        return Loaded(instances=outcome)
+
+    def _start(self) -> int | LoadFailed:
+        assert self.load_request is not None
+        self.policy = SealedPolicy(
+            self.zygote, self.marker, self.load_request, self.wanted, self.limits
+        )
+        reply = self.policy.wait_loaded()
+        if isinstance(reply, LoadFailed):
+            self.policy.kill()
+            self.policy = None
+            return reply
+        while len(self.worlds) < reply.instances:
+            self.worlds.append(self.make_world())
+        return reply.instances
+
+    def close_policy(self) -> None:
+        if self.policy is not None:
+            self.policy.kill()
+            self.policy = None
+        sweep_children({self.zygote.pid})
+
+    def run(self, request: RunEpisodes, send: Callable[[EpisodeDone], None]) -> None:
+        limits = self.limits
+        act_limit, wall_limit = limits["act_timeout_s"], limits["rollout_wall_s"]
+        queue = deque(request.tasks)
+        running: dict[int, _Running] = {}
+        fresh: set[int] = set()
+
+        def finish(slot: int, error: EpisodeError | None) -> None:
+            state = running.pop(slot)
+            fresh.discard(slot)
+            send(
+                EpisodeDone(
+                    index=state.task.index,
+                    episode_return=state.total,
+                    length=state.steps,
+                    error=error,
+                )
+            )
+
+        while queue or running:
+            if self.policy is None:
+                restarted = self._start() if self.load_request is not None else None
+                if not isinstance(restarted, int):
+                    reason = restarted.message if restarted is not None else "no checkpoint"
+                    for task in [*(s.task for s in running.values()), *queue]:
+                        send(
+                            _failed(
+                                task,
+                                EpisodeErrorKind.WORKER_CRASH,
+                                f"the policy process could not restart: {reason}",
+                            )
+                        )
+                    return
+            policy = self.policy
+            assert policy is not None
+            for slot in range(len(self.worlds)):
+                if slot in running or not queue:
+                    continue
+                task = queue.popleft()
+                world = self.worlds[slot]
+                try:
+                    obs = world.reset(task.seed)
+                except Exception as exc:
+                    send(_failed(task, EpisodeErrorKind.ENV_ERROR, f"{type(exc).__name__}: {exc}"))
+                    continue
+                running[slot] = _Running(task, world, obs, time.monotonic() + wall_limit)
+                fresh.add(slot)
+            if not running:
+                continue
+            now = time.monotonic()
+            limit = {
+                slot: max(0.0, min(act_limit, state.deadline - now))
+                for slot, state in running.items()
+            }
+            resets = [
+                (slot, running[slot].task.episode_index, limit[slot]) for slot in sorted(fresh)
+            ]
+            acts = [
+                (slot, state.world.observe(state.obs), limit[slot])
+                for slot, state in running.items()
+            ]
+            budget = sum(seconds for *_, seconds in resets) + sum(seconds for *_, seconds in acts)
+            try:
+                acted = policy.step(Step(resets, acts), now + budget + GRACE_S)
+            except PolicyGone as gone:
+                self._recover(gone, running, queue, finish)
+                fresh.clear()
+                continue
+            fresh.clear()
+            failed = {}
+            for error in acted.errors:
+                failed[error.slot] = error
+            for (slot, _obs, _seconds), action in zip(acts, acted.actions, strict=True):
+                state = running[slot]
+                if slot in failed:
+                    error = failed[slot]
+                    kind = error.category
+                    message = error.message
+                    if kind is EpisodeErrorKind.ACT_TIMEOUT:
+                        if time.monotonic() >= state.deadline - 1e-3:
+                            kind = EpisodeErrorKind.EPISODE_TIMEOUT
+                        message = timeout_error(kind, error.call, limits)
+                    finish(slot, EpisodeError(kind, message, error.traceback, state.steps))
+                    policy.sweep()
+                    continue
+                try:
+                    turn = state.world.step(action)
+                except Exception as exc:
+                    finish(
+                        slot,
+                        EpisodeError(
+                            EpisodeErrorKind.ENV_ERROR,
+                            f"{type(exc).__name__}: {exc}",
+                            None,
+                            state.steps,
+                        ),
+                    )
+                    continue
+                state.total += turn.reward
+                state.steps += 1
+                state.obs = turn.obs
+                if turn.terminated or turn.truncated or state.steps >= request.max_steps:
+                    finish(slot, None)
+                    policy.sweep()
+                elif time.monotonic() >= state.deadline:
+                    message = timeout_error(EpisodeErrorKind.EPISODE_TIMEOUT, "act", limits)
+                    finish(
+                        slot,
+                        EpisodeError(EpisodeErrorKind.EPISODE_TIMEOUT, message, None, state.steps),
+                    )
+                    policy.sweep()
+
+    def _recover(
+        self, gone: PolicyGone, running: dict[int, _Running], queue: deque, finish
+    ) -> None:
+        """The policy process is gone: blame the slot that was running, replay the others."""
+        culprit = gone.slot if gone.slot in running else min(running)
+        state = running[culprit]
+        kind, message = gone.kind, gone.message
+        if kind is EpisodeErrorKind.ACT_TIMEOUT:
+            if time.monotonic() >= state.deadline - 1e-3:
+                kind = EpisodeErrorKind.EPISODE_TIMEOUT
+            message = timeout_error(kind, "act", self.limits) + " and the policy process was killed"
+        finish(culprit, EpisodeError(kind, message, None, state.steps))
+        for slot in sorted(running, reverse=True):
+            queue.appendleft(running.pop(slot).task)
+        self.policy = None
+        sweep_children({self.zygote.pid})
+
+
+def _failed(task: Task, kind: EpisodeErrorKind, message: str) -> EpisodeDone:
+    return EpisodeDone(
+        index=task.index,
+        episode_return=0.0,
+        length=0,
+        error=EpisodeError(kind, message),
+    )

@@ -1,0 +1,146 @@
+"""Recording one train episode: the steps of ``trajectory.jsonl``, and the observation stack that
+goes to ``observations.npy``/``.npz`` when it is large (reference §2.6).
+
+Steps are recorded column by column (a list append per field and step); rows are assembled and
+serialized once, when the episode ends.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import orjson
+
+from evopolicygym.envs.jsonsafe import to_jsonsafe
+
+# Observations of one episode stay inline in trajectory.jsonl up to this many bytes.
+EXTERNALIZE_BYTES = 4096
+
+
+class EpisodeRecorder:
+    """Collects the steps of one episode. ``obs_external`` forces external observation storage;
+    ``compress_images`` stores uint8 stacks as a compressed ``.npz``."""
+
+    def __init__(self, observe, *, obs_external: bool, compress_images: bool):
+        self.observe = observe
+        self.obs_external = obs_external
+        self.compress_images = compress_images
+        self.raw: list[Any] = []
+        self.visible: list[Any] = []
+        self.actions: list[Any] = []
+        self.rewards: list[float] = []
+        self.terminated: list[bool] = []
+        self.truncated: list[bool] = []
+        self.infos: list[dict[str, Any]] = []
+        # The policy's (list) form of an observation is kept only while the episode's
+        # observations could still stay inline: an image's list form costs megabytes a step.
+        self.keep_visible = not obs_external
+        self.inline_bytes = 0
+
+    def add(self, raw_obs: Any, visible: Any, action: Any, turn: Any) -> None:
+        self.raw.append(raw_obs)
+        if self.keep_visible:
+            self.inline_bytes += _nbytes(raw_obs)
+            if self.inline_bytes > EXTERNALIZE_BYTES:
+                self.keep_visible = False
+                self.visible.clear()
+            else:
+                self.visible.append(visible)
+        self.actions.append(action)
+        self.rewards.append(turn.reward)
+        self.terminated.append(turn.terminated)
+        self.truncated.append(turn.truncated)
+        self.infos.append(turn.info)
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def finish(self) -> tuple[bytes, bytes, str | None]:
+        """``(trajectory.jsonl bytes, observation file bytes, "npy" | "npz" | None)``."""
+        observations, obs_format = externalize(
+            self.raw, always=self.obs_external, compress_images=self.compress_images
+        )
+        if observations is not None:
+            column: list[Any] = [None] * len(self)
+        elif self.keep_visible:
+            column = self.visible
+        else:  # large but not stackable (ragged): inline after all
+            column = [self.observe(raw) for raw in self.raw]
+        lines = []
+        for t, (obs, action, reward, terminated, truncated, info) in enumerate(
+            zip(
+                column,
+                self.actions,
+                self.rewards,
+                self.terminated,
+                self.truncated,
+                self.infos,
+                strict=True,
+            )
+        ):
+            row = {
+                "t": t,
+                "obs": obs,
+                "action": action,
+                "reward": reward,
+                "terminated": terminated,
+                "truncated": truncated,
+                "info": info,
+            }
+            try:
+                lines.append(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY))
+            except TypeError:  # the policy's raw action is not JSON-ready
+                lines.append(orjson.dumps(to_jsonsafe(row)))
+        trajectory = b"\n".join(lines) + b"\n" if lines else b""
+        return trajectory, observations or b"", obs_format
+
+
+def _nbytes(obs: Any) -> int:
+    """Bytes ``obs`` adds to a stack of observations (as :func:`externalize` counts them)."""
+    if isinstance(obs, dict):
+        return sum(_nbytes(value) for value in obs.values())
+    return getattr(obs, "nbytes", 8)
+
+
+def externalize(
+    raw_obs: list[Any], *, always: bool, compress_images: bool
+) -> tuple[bytes | None, str | None]:
+    """Stack observations into ``observations.npy`` (arrays) or ``.npz`` (dicts of arrays)
+    when the spec asks for external storage or the stack exceeds 4 KiB; ``(None, None)`` keeps
+    them inline. Integer arrays within [0, 255] are stored as uint8, and uint8 data is
+    compressed: always inside an ``.npz``, and with ``compress_images`` a uint8 array goes to a
+    compressed ``.npz`` under the key ``obs`` instead of a plain ``.npy`` (the reference
+    format, which cannot be compressed; pixel frames shrink 30-400x)."""
+    if not raw_obs:
+        return None, None
+    buffer = io.BytesIO()
+    try:
+        if isinstance(raw_obs[0], dict):
+            keys = list(raw_obs[0])
+            arrays = {str(k): _compact(np.stack([np.asarray(o[k]) for o in raw_obs])) for k in keys}
+            if not always and sum(a.nbytes for a in arrays.values()) <= EXTERNALIZE_BYTES:
+                return None, None
+            if any(a.dtype == np.uint8 for a in arrays.values()):
+                np.savez_compressed(buffer, **arrays)
+            else:
+                np.savez(buffer, **arrays)
+            return buffer.getvalue(), "npz"
+        array = np.stack([np.asarray(o) for o in raw_obs])
+        if array.dtype == object or (not always and array.nbytes <= EXTERNALIZE_BYTES):
+            return None, None
+        array = _compact(array)
+        if compress_images and array.dtype == np.uint8:
+            np.savez_compressed(buffer, obs=array)
+            return buffer.getvalue(), "npz"
+        np.save(buffer, array, allow_pickle=False)
+        return buffer.getvalue(), "npy"
+    except (ValueError, TypeError, KeyError):  # ragged or mixed observations stay inline
+        return None, None
+
+
+def _compact(array: np.ndarray) -> np.ndarray:
+    if array.dtype.kind in "iu" and array.size and array.min() >= 0 and array.max() <= 255:
+        return array.astype(np.uint8)
+    return array

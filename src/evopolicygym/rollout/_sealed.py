@@ -1,0 +1,270 @@
+"""The policy side of hidden evaluation: a pristine policy zygote, and the sealed policy
+processes it forks.
+
+A sealed worker forks its zygote before it builds an environment or receives a seed, so every
+policy process starts from memory that never held hidden data. A policy process loads the
+checkpoint, builds one ``Policy`` per slot (each with its own copy of the checkpoint's modules
+and its own ``random``/NumPy global generator stream) and answers lock-step :class:`Step`
+requests: no environment, no seed, no reward ever reach it.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evopolicygym.envs.jsonsafe import to_jsonsafe
+from evopolicygym.protocol import (
+    Acted,
+    EpisodeErrorKind,
+    ForkPolicy,
+    Load,
+    PolicyEnded,
+    PolicyForked,
+    PolicyLoaded,
+    SlotError,
+    Step,
+    WorkerConfig,
+)
+from evopolicygym.sandbox import Channel, FrameError, die_with_parent, harden, reap
+
+from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
+from ._loader import CheckpointLoader, relative_traceback, write_checkpoint
+
+# The marker: which slot's policy call is running (-1: none). Shared memory written by the
+# policy process and read by its worker after a crash, to blame the right episode.
+MARKER = struct.Struct("=i")
+
+
+def read_marker(marker: mmap.mmap) -> int:
+    return MARKER.unpack_from(marker)[0]
+
+
+class SlotRandomness:
+    """Gives each slot its own ``random`` and NumPy legacy global generator: the module-level
+    functions of both are replaced by proxies that call the current slot's generators, so
+    interleaved episodes draw the same numbers as they would one after the other."""
+
+    def __init__(self, slots: int):
+        self.python = [random.Random() for _ in range(slots)]
+        self.numpy = [np.random.RandomState() for _ in range(slots)]
+        self.current = [0]
+
+    def install(self) -> None:
+        current = self.current
+        python, numpy_states = self.python, self.numpy
+        for name in dir(random):
+            value = getattr(random, name)
+            if getattr(value, "__self__", None) is random._inst:
+                table = [getattr(generator, name) for generator in python]
+                setattr(random, name, _proxy(table, current, name))
+        legacy = np.random.mtrand._rand
+        for module in (np.random, np.random.mtrand):
+            for name in dir(module):
+                value = getattr(module, name)
+                if getattr(value, "__self__", None) is legacy:
+                    table = [getattr(state, name) for state in numpy_states]
+                    setattr(module, name, _proxy(table, current, name))
+
+    def select(self, slot: int) -> None:
+        self.current[0] = slot
+
+    def seed(self, slot: int, episode_index: int) -> None:
+        self.python[slot].seed(episode_index)
+        self.numpy[slot].seed(episode_index % 2**32)
+
+
+def _proxy(table: list[Any], current: list[int], name: str):
+    def proxy(*args, **kwargs):
+        return table[current[0]](*args, **kwargs)
+
+    proxy.__name__ = proxy.__qualname__ = name
+    return proxy
+
+
+# -- the policy process --------------------------------------------------------------------------
+
+
+def run_policy_process(
+    channel: Channel, marker: mmap.mmap, load: Load, slots: int, config: WorkerConfig
+) -> None:
+    """Body of a sealed policy process (never returns normally)."""
+    limits = config.limits
+    watchdog = Watchdog()
+    scratch = Path(tempfile.mkdtemp(prefix="policy-"))
+    system = scratch / "system"
+    write_checkpoint(load.files, system)
+    os.chdir(system)
+    harden(limits, scratch, landlock_abi=config.landlock_abi, seccomp=config.seccomp)
+    randomness = SlotRandomness(slots)
+    randomness.install()
+    loader = CheckpointLoader(system, load, watchdog, limits)
+    first, failure, _out, _err = loader.first()
+    if failure is not None:
+        channel.send(failure)
+        return
+    instances = [first]
+    silent = CappedWriter(0)  # nobody reads hidden-evaluation output
+    sys.stdout = sys.stderr = silent
+    budget = time.monotonic() + limits["init_timeout_s"] / 4
+    while len(instances) < slots and time.monotonic() < budget:
+        watchdog.deadline = budget
+        try:
+            instances.append(loader.build())
+        except BaseException:  # fewer slots, same results: stop building
+            break
+        finally:
+            watchdog.deadline = math.inf
+    channel.send(PolicyLoaded(instances=len(instances)))
+    _answer(channel, marker, instances, randomness, watchdog, system)
+
+
+def _answer(
+    channel: Channel,
+    marker: mmap.mmap,
+    instances: list[Any],
+    randomness: SlotRandomness,
+    watchdog: Watchdog,
+    system: Path,
+) -> None:
+    """Answer lock-step requests until the worker closes the channel."""
+    pack = MARKER.pack_into
+    while True:
+        try:
+            step = channel.recv()
+        except FrameError:
+            return
+        errors: list[SlotError] = []
+        failed: set[int] = set()
+        for slot, episode_index, seconds in step.resets:
+            pack(marker, 0, slot)
+            randomness.select(slot)
+            randomness.seed(slot, episode_index)
+            error = _call(watchdog, seconds, instances[slot].reset, episode_index, system)
+            if error is not None:
+                failed.add(slot)
+                errors.append(_slot_error(slot, "reset", error, EpisodeErrorKind.RESET_ERROR))
+        actions: list[Any] = []
+        for slot, obs, seconds in step.acts:
+            action = None
+            if slot not in failed:
+                pack(marker, 0, slot)
+                randomness.select(slot)
+                watchdog.deadline = time.monotonic() + seconds
+                try:
+                    action = to_jsonsafe(instances[slot].act(obs))
+                except BaseException as exc:
+                    watchdog.deadline = math.inf
+                    errors.append(
+                        _slot_error(slot, "act", _classify(exc, system), EpisodeErrorKind.ACT_ERROR)
+                    )
+                finally:
+                    watchdog.deadline = math.inf
+            actions.append(action)
+        pack(marker, 0, -1)
+        channel.send(Acted(actions, errors))
+
+
+def _call(watchdog: Watchdog, seconds: float, function, argument, system: Path):
+    watchdog.deadline = time.monotonic() + seconds
+    try:
+        function(argument)
+    except BaseException as exc:
+        watchdog.deadline = math.inf
+        return _classify(exc, system)
+    finally:
+        watchdog.deadline = math.inf
+    return None
+
+
+def _classify(exc: BaseException, system: Path) -> tuple[EpisodeErrorKind | None, str, str]:
+    """``(kind, message, traceback)`` of a failed policy call; kind None means "the caller's
+    default" (a plain exception in ``reset`` or ``act``)."""
+    text = relative_traceback(exc, system)
+    if isinstance(exc, PolicyTimeout):
+        if near_memory_limit():
+            return EpisodeErrorKind.OOM, "time limit reached while holding its memory limit", text
+        return EpisodeErrorKind.ACT_TIMEOUT, "time limit reached", text
+    if isinstance(exc, MemoryError):
+        return EpisodeErrorKind.OOM, f"MemoryError: {exc}", text
+    return None, f"{type(exc).__name__}: {exc}", text
+
+
+def _slot_error(
+    slot: int, call: str, error: tuple[EpisodeErrorKind | None, str, str], default: EpisodeErrorKind
+) -> SlotError:
+    kind, message, text = error
+    return SlotError(slot, call, kind or default, message, text)
+
+
+# -- the zygote -----------------------------------------------------------------------------------
+
+
+def run_zygote(channel: Channel, marker: mmap.mmap, config: WorkerConfig, worker: int) -> None:
+    """Body of a sealed worker's policy zygote: fork a policy process per :class:`ForkPolicy`,
+    report each one's end. Never returns normally."""
+    die_with_parent(worker)
+    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_write)
+    poller = select.poll()
+    poller.register(channel.fileno(), select.POLLIN)
+    poller.register(wake_read, select.POLLIN)
+    zygote = os.getpid()
+    while True:
+        for pid, status in reap():
+            channel.send(PolicyEnded(pid=pid, status=status))
+        try:
+            request = channel.recv_nowait()
+        except FrameError:
+            return
+        if request is None:
+            poller.poll()
+            while True:
+                try:
+                    os.read(wake_read, 512)
+                except BlockingIOError:
+                    break
+            continue
+        if not isinstance(request, ForkPolicy):
+            return
+        (fd,) = channel.take_fds(1)
+        pid = os.fork()
+        if pid == 0:
+            _become_policy_process(fd, zygote)
+            status = 1
+            try:
+                policy_channel = Channel(socket.socket(fileno=3), Step)
+                run_policy_process(policy_channel, marker, request.load, request.slots, config)
+                status = 0
+            except BaseException:
+                pass
+            finally:
+                os._exit(status)
+        os.close(fd)
+        channel.send(PolicyForked(pid=pid))
+
+
+def _become_policy_process(fd: int, zygote: int) -> None:
+    """In the fresh child: keep only the policy channel (as fd 3) and silence stdio."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    die_with_parent(zygote)
+    os.dup2(fd, 3)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for target in (0, 1, 2):
+        os.dup2(devnull, target)
+    os.closerange(4, os.sysconf("SC_OPEN_MAX"))  # the zygote's channels among them

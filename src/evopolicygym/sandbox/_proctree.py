@@ -1,0 +1,136 @@
+"""Process-tree control on Linux: subreapers, parent-death signals, and killing every
+descendant of a process whatever session or process group it moved to.
+
+A process that calls :func:`become_subreaper` adopts every orphan among its descendants (a
+double-forked daemon comes back to it instead of to init), so :func:`sweep_children` can find
+and kill them. Children are listed from ``/proc/<pid>/task/<tid>/children``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+from collections.abc import Iterable
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> None:
+    if _libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"prctl({option}): {os.strerror(errno)}")
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants of this process are re-parented to it, not to init."""
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def die_with_parent(parent: int) -> None:
+    """Receive SIGKILL when the parent dies; exits at once if ``parent`` is already gone."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def forbid_inspection() -> None:
+    """Make this process non-dumpable: other processes of the same user can no longer ptrace it
+    or read ``/proc/<pid>/mem``; inherited by forks."""
+    _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def children(pid: int) -> list[int]:
+    """Live children of ``pid`` (empty when it is gone)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as handle:
+                found.extend(int(token) for token in handle.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid``, parents before children."""
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        current = frontier.pop()
+        for child in children(current):
+            if child not in found:
+                found.append(child)
+                frontier.append(child)
+    return found
+
+
+def kill_all(pids: Iterable[int]) -> int:
+    """SIGKILL each pid (already-gone ones are skipped); returns how many were signalled."""
+    count = 0
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            count += 1
+    return count
+
+
+def kill_descendants(pid: int, rounds: int = 64) -> int:
+    """Kill every descendant of ``pid`` (not ``pid`` itself), repeating while a fork races
+    the kill. Returns how many processes were killed."""
+    killed = 0
+    for _ in range(rounds):
+        found = descendants(pid)
+        if not found:
+            break
+        # Stop them first so that none can fork between the listing and the kill.
+        for child in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGSTOP)
+        killed += kill_all(descendants(pid) or found)
+    return killed
+
+
+def reap(pid: int = -1) -> list[tuple[int, int]]:
+    """Reap ended children without blocking: ``[(pid, wait status), ...]``."""
+    ended: list[tuple[int, int]] = []
+    while True:
+        try:
+            found, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return ended
+        if found == 0:
+            return ended
+        ended.append((found, status))
+        if pid != -1:
+            return ended
+
+
+def sweep_children(keep: set[int], rounds: int = 64) -> tuple[int, list[tuple[int, int]]]:
+    """Kill every child of this process that is not in ``keep`` (with its descendants), and
+    every orphan that comes back to this subreaper meanwhile. Returns the number killed and the
+    ``(pid, status)`` pairs reaped on the way (which may include processes in ``keep``)."""
+    killed = 0
+    ended: list[tuple[int, int]] = []
+    me = os.getpid()
+    for _ in range(rounds):
+        strays = [pid for pid in children(me) if pid not in keep]
+        if not strays:
+            break
+        for stray in strays:
+            killed += kill_descendants(stray)
+        killed += kill_all(strays)
+        for stray in strays:
+            with contextlib.suppress(ChildProcessError):
+                found, status = os.waitpid(stray, 0)
+                ended.append((found, status))
+        ended += reap()
+    return killed, ended

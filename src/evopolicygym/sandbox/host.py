@@ -1,0 +1,166 @@
+"""The lane host: a pristine process inside a lane's sandbox that forks workers on request.
+
+Started by :class:`~evopolicygym.sandbox.HostProcess` as ``python -m evopolicygym.sandbox.host``.
+It imports every library the workers need (so a worker costs a ``fork``, not an interpreter
+start), never builds an environment, never sees a seed and never runs policy code. It is a
+subreaper: anything a worker leaves behind comes back to it and is killed when that worker ends.
+Its only channel is to the judge (:mod:`evopolicygym.protocol` host messages); when the judge
+closes it, or dies, the host kills everything and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import traceback
+from typing import Any
+
+from evopolicygym.protocol import Exited, HostRequest, HostUp, Kill, Spawn, Spawned
+
+from ._framing import Channel, FrameError
+from ._proctree import become_subreaper, die_with_parent, forbid_inspection, reap, sweep_children
+
+
+class Host:
+    def __init__(self, channel: Channel):
+        self.channel = channel
+        self.children: dict[int, int] = {}  # pid -> the judge's child id
+        self.wake_read, self.wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(self.wake_write)
+
+    def serve(self) -> None:
+        poller = select.poll()
+        poller.register(self.channel.fileno(), select.POLLIN)
+        poller.register(self.wake_read, select.POLLIN)
+        while True:
+            self._reap()
+            try:
+                message = self.channel.recv_nowait()
+            except FrameError:
+                return
+            if message is not None:
+                self._handle(message)
+                continue
+            poller.poll()
+            while True:
+                try:
+                    os.read(self.wake_read, 512)
+                except BlockingIOError:
+                    break
+
+    def _handle(self, message: Any) -> None:
+        if isinstance(message, Spawn):
+            self._spawn(message)
+        elif isinstance(message, Kill):
+            pid = next((p for p, c in self.children.items() if c == message.child), None)
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)
+
+    def _spawn(self, request: Spawn) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        host = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the child never returns from here
+            status = 1
+            try:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                for fd in (self.channel.fileno(), self.wake_read, self.wake_write):
+                    os.close(fd)
+                ours.close()
+                os.close(out_read)
+                os.close(err_read)
+                os.dup2(out_write, 1)
+                os.dup2(err_write, 2)
+                os.close(out_write)
+                os.close(err_write)
+                die_with_parent(host)
+                module, _, function = request.entry.partition(":")
+                entry = getattr(importlib.import_module(module), function)
+                status = entry(theirs.detach(), request.argument) or 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+        theirs.close()
+        os.close(out_write)
+        os.close(err_write)
+        self.children[pid] = request.child
+        try:
+            self.channel.send(
+                Spawned(child=request.child, pid=pid), fds=[ours.fileno(), out_read, err_read]
+            )
+        finally:
+            ours.close()
+            os.close(out_read)
+            os.close(err_read)
+
+    def _reap(self) -> None:
+        for pid, status in reap():
+            self._ended(pid, status)
+
+    def _ended(self, pid: int, status: int) -> None:
+        child = self.children.pop(pid, None)
+        if child is None:
+            return  # a stray, already counted by the sweep that killed it
+        strays, ended = sweep_children(set(self.children))
+        self.channel.send(Exited(child=child, status=status, strays=strays))
+        for other, other_status in ended:
+            if other in self.children:
+                self._ended(other, other_status)
+
+    def shutdown(self) -> None:
+        sweep_children(set())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--channel", type=int, required=True, help="descriptor of the channel")
+    parser.add_argument("--preload", default="", help="comma-separated modules to import")
+    parser.add_argument("--nproc", type=int, default=0, help="RLIMIT_NPROC for the lane")
+    args = parser.parse_args(argv)
+    # No parent-death signal here: the judge may start hosts from short-lived threads, and the
+    # signal follows the thread. The end of the channel tells the host the judge is gone.
+    become_subreaper()
+    forbid_inspection()
+    if args.nproc:
+        resource.setrlimit(resource.RLIMIT_NPROC, (args.nproc, args.nproc))
+    channel = Channel.from_fd(args.channel, HostRequest)
+    for module in filter(None, args.preload.split(",")):
+        try:
+            importlib.import_module(module)
+        except Exception:  # the worker that needs it reports the real error
+            print(f"preloading {module} failed:", file=sys.stderr)
+            traceback.print_exc()
+    gc.collect()
+    gc.freeze()  # imported objects live for good: forks share their pages untouched
+    host = Host(channel)
+    modules = sorted(
+        {
+            file
+            for module in list(sys.modules.values())
+            if (file := getattr(module, "__file__", None))
+        }
+    )
+    channel.send(HostUp(pid=os.getpid(), modules=modules))
+    try:
+        host.serve()
+    finally:
+        host.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

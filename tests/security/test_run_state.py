@@ -1,0 +1,131 @@
+"""The run's own state against tampering: an edited journal, run.json or checkpoint is caught,
+and a run whose interpreter was patched is never scored."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import site
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evopolicygym.sandbox import IsolationUnavailable, probe
+
+SCRIPTED = Path(__file__).parents[1] / "e2e" / "agents" / "scripted_agent.py"
+SUBMIT_POLICY = Path(__file__).parent / "agents" / "submit_policy_agent.py"
+CLI = [sys.executable, "-m", "evopolicygym.cli"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=600)
+
+
+def _journal(root: Path) -> list[dict]:
+    path = root / ".judge" / "journal.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_an_edited_journal_stops_the_run_instead_of_refunding_budget(tmp_path):
+    root = tmp_path / "run"
+    command = [*CLI, "run", "--env", "toy", "--root", str(root), "--budget", "6", "--jobs", "1"]
+    command += ["--agent", "command", "--", sys.executable, str(SCRIPTED), "--act-sleep", "1.0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not [r for r in _journal(root) if r["type"] == "submit_commit"]:
+        assert time.monotonic() < deadline, "the run never committed a submit"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=60)
+    journal = root / ".judge" / "journal.jsonl"
+    lines = journal.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines) if '"submit_commit"' in line)
+    record = json.loads(lines[number])
+    record["submit"]["cost"] = 0  # the budget back, as an agent with a shell might try
+    lines[number] = json.dumps(record, sort_keys=True)
+    journal.write_text("\n".join(lines) + "\n")
+    resumed = subprocess.run(
+        [*command[:-2], "--act-sleep", "0"], capture_output=True, text=True, timeout=600
+    )
+    assert resumed.returncode == 2
+    assert (
+        f"line {number + 1} (submit_commit) was changed after the judge wrote it" in resumed.stderr
+    )
+    assert not (root / "run.json").exists()
+
+
+def test_verify_accepts_a_finished_run_and_rejects_edits(tmp_path):
+    root = tmp_path / "run"
+    done = _cli(
+        "run", "--env", "toy", "--root", str(root), "--budget", "4", "--agent", "builtin:random"
+    )
+    assert done.returncode == 0, done.stderr
+    verified = _cli("verify", str(root))
+    assert verified.returncode == 0 and "FAIL" not in verified.stdout, verified.stdout
+    run_json = root / "run.json"
+    original = run_json.read_text()
+    record = json.loads(original)
+    record["outcome"]["final_score"] = 1000.0
+    run_json.write_text(json.dumps(record, indent=2))
+    verified = _cli("verify", str(root))
+    assert verified.returncode == 1 and "seal does not match" in verified.stdout
+    run_json.write_text(original)
+    best = record["outcome"]["best_submit_index"]
+    policy = root / "checkpoints" / f"submit_{best:03d}" / "policy.py"
+    policy.write_text(policy.read_text() + "\n# edited\n")
+    verified = _cli("verify", str(root))
+    assert verified.returncode == 1 and f"checkpoint {best}: content" in verified.stdout
+
+
+def _process_level() -> bool:
+    try:
+        probe("process")
+    except IsolationUnavailable:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _process_level(), reason="needs the process isolation level")
+def test_a_patched_interpreter_is_never_scored(tmp_path):
+    # At `process` level a policy can write into the virtual environment (at every other level
+    # the environment is out of its reach: test_attacks.py). The judge notices and refuses to
+    # score the run.
+    planted = Path(site.getsitepackages()[0]) / "zz_evopolicygym_attack_probe.pth"
+    policy = tmp_path / "attack.py"
+    policy.write_text(
+        f"open({str(planted)!r}, 'w').write('# a .pth line runs in every new interpreter\\n')\n"
+        "class Policy:\n"
+        "    def __init__(self, *args): pass\n"
+        "    def reset(self, i): pass\n"
+        "    def act(self, obs): return 2\n"
+    )
+    root = tmp_path / "run"
+    try:
+        done = _cli(
+            "run",
+            "--env",
+            "toy",
+            "--root",
+            str(root),
+            "--budget",
+            "2",
+            "--isolation",
+            "process",
+            "--agent",
+            "command",
+            "--",
+            sys.executable,
+            str(SUBMIT_POLICY),
+            str(policy),
+        )
+    finally:
+        if planted.exists():
+            os.unlink(planted)
+    assert done.returncode == 1, done.stderr  # a finished run with an error outcome
+    outcome = json.loads((root / "run.json").read_text())["outcome"]
+    assert outcome["status"] == "error" and outcome["final_score"] is None
+    assert outcome["error"]["type"] == "interpreter_changed"
