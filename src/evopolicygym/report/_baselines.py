@@ -70,7 +70,7 @@ def baseline_markdown(suites: list[Path], *, archive: Path | None = None) -> str
         mine = cells[(cells["entrant"] == agent) & cells["score"].notna()]
         done = list(mine["env"])
         if not done:
-            ranks.append({"agent": agent, "environments": 0, "rank_score": math.nan})
+            ranks.append({"agent": agent, "environments": 0, "rank_score": math.nan, "wins": 0})
             continue
         theirs = published[published["env"].isin(done)]
         together = pd.concat(
