@@ -99,7 +99,8 @@
               + ''
               export LD_LIBRARY_PATH="${lib.makeLibraryPath runtimeLibs}''${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
               if [ -f pyproject.toml ] && [ -f uv.lock ]; then
-                if uv sync --locked ${syncFlags}; then
+                # Bytecode compiled once, here: workers never write it, and every host imports it.
+                if UV_COMPILE_BYTECODE=1 uv sync --locked ${syncFlags}; then
                   . "$UV_PROJECT_ENVIRONMENT/bin/activate"
                 else
                   echo "evopolicygym: 'uv sync --locked ${syncFlags}' failed; the shell has no project environment." >&2

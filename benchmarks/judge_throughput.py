@@ -1,188 +1,232 @@
-"""Episodes per second through the judge versus a plain Gymnasium loop.
+"""Throughput of the paths agents actually use, against a plain Gymnasium loop in the same run.
 
-For each environment this prints three measurements and their ratios:
+For each environment and worker count it runs the real CLI (``evopolicygym run``) with a JSON
+Lines command agent (this script, in ``--agent`` mode) that writes a fixed policy once and then
+submits back to back (4 submits of 16 CartPole or 4 HalfCheetah episodes); the run then
+finalizes for real (4 checkpoints x 64 sealed validation episodes, then 256 held-out). In the
+same process, between runs, it plays exactly the same episodes (same seeds, same policy) in a
+plain loop: one ``gymnasium.make`` instance, no recording, no isolation. Reported:
 
-* ``plain``: one process, one ``gymnasium.make`` instance, the same policy, no recording;
-* ``judge, 1 worker``: one real submit through the HTTP judge with ``--jobs 1`` (policy in a
-  worker process, trajectories recorded, feedback written): the per-worker ratio;
-* ``finalize``: hidden-pool evaluation (sealed policy process, no recording) with 1 worker and
-  with ``--workers`` workers: the scaling of finalize.
+* ``submits``: plain-loop time of the train episodes / wall time from the first submit request to
+  the last answer (HTTP, snapshot, recording and feedback included);
+* ``finalize``: plain-loop time of the hidden episodes / the run's finalize time;
+* ``run``: wall time of the whole ``evopolicygym run`` process;
+* a toy run (budget 8) end to end.
 
-Each figure is the best of ``--repeats`` interleaved measurements.
+Medians of ``--repeats`` interleaved cells (the machine's speed drifts). Targets (issue 11):
+submits >= 0.7 CartPole / 0.9 HalfCheetah with 1 worker; finalize the same; finalize with 2
+workers >= 1.8x of 1 worker; a whole CartPole run under 3 s with 2 workers; a toy run under 1 s.
 
-Targets (issue 2): judge/plain >= 0.7 on CartPole and >= 0.9 on HalfCheetah-v5 per worker, and
-near-linear finalize scaling. Run: ``uv run python benchmarks/judge_throughput.py``.
+Run: ``uv run python benchmarks/judge_throughput.py`` (``--isolation process`` to compare levels).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
+import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
-import gymnasium
-
-from evopolicygym.cases import generate_splits
-from evopolicygym.envs import get_env
-from evopolicygym.judge import Judge, JudgeServer, JudgeSettings, Ledger
-from evopolicygym.protocol import LimitsSection
-from evopolicygym.rollout import EpisodeTask, WorkerJob, WorkerPool
-from evopolicygym.runs import EventLog, RunPaths
-
-# The same controller runs in both loops; it only indexes the observation, so it works on the
-# numpy arrays of the plain loop and on the JSON lists the judge gives policies.
 POLICIES = {
-    "gym/cartpole": "class Policy:\n    def __init__(self, *args): pass\n    def reset(self, i): pass\n    def act(self, obs):\n        return 1 if obs[2] + 0.5 * obs[3] > 0 else 0\n",
-    "gym/halfcheetah5": "import math\nclass Policy:\n    def __init__(self, *args): self.t = 0\n    def reset(self, i): self.t = 0\n    def act(self, obs):\n        self.t += 1\n        s = math.sin(self.t / 5)\n        return [s, -s, s, -s, s, -s]\n",
+    "gym/cartpole": (
+        "class Policy:\n"
+        "    def __init__(self, *args): pass\n"
+        "    def reset(self, i): pass\n"
+        "    def act(self, obs):\n"
+        "        return 1 if obs[2] + 0.5 * obs[3] > 0 else 0\n"
+    ),
+    "gym/halfcheetah5": (
+        "import math\n"
+        "class Policy:\n"
+        "    def __init__(self, *args): self.t = 0\n"
+        "    def reset(self, i): self.t = 0\n"
+        "    def act(self, obs):\n"
+        "        self.t += 1\n"
+        "        s = math.sin(self.t / 5)\n"
+        "        return [s, -s, s, -s, s, -s]\n"
+    ),
 }
+BATCH = {"gym/cartpole": 16, "gym/halfcheetah5": 4, "toy": 2}
+SUBMITS = 4
+VALID, HELDOUT = 64, 256
 
 
-def load_policy(source: str):
-    namespace: dict = {}
-    exec(source, namespace)
-    return namespace["Policy"]({}, {}, {})
+# -- the agent (this script with --agent) --------------------------------------------------------
 
 
-def plain_loop(env_id: str, seeds: list[int]) -> tuple[float, int]:
+def _call(url: str, body: object = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} if data else {}
+    with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers)) as reply:
+        return json.load(reply)
+
+
+def agent(policy_file: str, batch: int, timings: str) -> None:
+    """Write the policy, then submit ``batch`` episodes per turn, back to back, recording when
+    the first request left and the last answer came."""
+    system = Path(os.environ["EVOPOLICYGYM_SYSTEM"])
+    system.mkdir(exist_ok=True)
+    (system / "policy.py").write_text(Path(policy_file).read_text())
+    first = last = None
+    number = 0
+    for line in sys.stdin:
+        turn = json.loads(line)["turn"]
+        while True:
+            remaining = _call(os.environ["EVOPOLICYGYM_INFO_URL"])["state"]["remaining_budget"]
+            if not remaining:
+                break
+            first = first or time.perf_counter()
+            start = number * batch
+            ids = f"{start}-{start + min(batch, remaining) - 1}"
+            _call(os.environ["EVOPOLICYGYM_SUBMIT_URL"], {"env_instances": ids})
+            last = time.perf_counter()
+            number += 1
+        Path(timings).write_text(json.dumps({"submits_seconds": (last or 0) - (first or 0)}))
+        print(json.dumps({"turn": turn, "text": "budget spent"}), flush=True)
+
+
+# -- the plain loop -----------------------------------------------------------------------------
+
+
+def plain_seconds(env_id: str, seeds: list[int]) -> float:
+    """Time of ``seeds`` played in a plain Gymnasium loop with the benchmark's policy."""
+    import gymnasium
+
+    from evopolicygym.envs import get_env
+
     spec = get_env(env_id)
     env = gymnasium.make(spec.upstream, **spec.kwargs)
-    policy = load_policy(POLICIES[env_id])
-    steps = 0
+    namespace: dict = {}
+    exec(POLICIES[env_id], namespace)
+    policy = namespace["Policy"]({}, {}, {})
     started = time.perf_counter()
     for index, seed in enumerate(seeds):
-        obs, _ = env.reset(seed=seed)
+        obs, _ = env.reset(seed=seed % 2**32)
         policy.reset(index)
         for _ in range(spec.max_episode_steps):
             obs, _reward, terminated, truncated, _ = env.step(policy.act(obs))
-            steps += 1
             if terminated or truncated:
                 break
-    return len(seeds) / (time.perf_counter() - started), steps
+    elapsed = time.perf_counter() - started
+    env.close()
+    return elapsed
 
 
-def judge_submit(env_id: str, episodes: int, workdir: Path) -> float:
-    spec = get_env(env_id)
-    paths = RunPaths(workdir / "run")
-    paths.create()
-    (paths.system / "policy.py").write_text(POLICIES[env_id])
-    settings = JudgeSettings(
-        spec=spec,
-        schemas=spec.describe(),
-        splits=generate_splits(0, episodes, 1, 1),
-        budget=episodes,
-        minimum=1,
-        maximum=episodes,
-        limits=LimitsSection(),
-        jobs=1,
-    )
-    ledger = Ledger.open(
-        paths.private / "journal.jsonl",
-        episodes,
-        checkpoints=paths.checkpoints,
-        feedback=paths.feedback,
-    )
-    judge = Judge(
-        settings,
-        paths.judge_paths(),
-        ledger,
-        EventLog(paths.logs / "harness.log", lambda line: None, "bench"),
-    )
-    judge.pool.prewarm()
-    time.sleep(5)  # let the warm worker finish importing, as it does while an agent thinks
-    try:
-        with JudgeServer(judge) as server:
-            body = json.dumps({"env_instances": f"0-{episodes - 1}"}).encode()
-            request = urllib.request.Request(
-                server.url + "/submit", data=body, headers={"Content-Type": "application/json"}
-            )
-            started = time.perf_counter()
-            with urllib.request.urlopen(request, timeout=3600) as response:
-                summary = json.load(response)["summary"]
-            elapsed = time.perf_counter() - started
-    finally:
-        judge.shutdown()
-    assert summary["status"] == "ok" and not summary["errors"], summary
-    return episodes / elapsed
+# -- one measured cell -------------------------------------------------------------------------
 
 
-def finalize_rate(env_id: str, episodes: int, workers: int, workdir: Path) -> float:
-    spec = get_env(env_id)
-    checkpoint = workdir / f"ck-{workers}"
-    checkpoint.mkdir()
-    (checkpoint / "policy.py").write_text(POLICIES[env_id])
-    schemas = spec.describe()
-    pool = WorkerPool(spec.model_dump(), workers, LimitsSection())
-    pool.prewarm()
-    time.sleep(5)
-    try:
-        job = WorkerJob(checkpoint, schemas.obs_space, schemas.action_space, {"env": env_id})
-        tasks = [
-            EpisodeTask(i, seed, i)
-            for i, seed in enumerate(generate_splits(1, episodes, 1, 1).train)
-        ]
-        started = time.perf_counter()
-        results = pool.run(job, tasks, record=False, max_steps=spec.max_episode_steps)
-        elapsed = time.perf_counter() - started
-    finally:
-        pool.close()
-    assert not any(r.error for r in results)
-    return episodes / elapsed
+def run_cell(env_id: str, jobs: int, isolation: str, workdir: Path) -> dict[str, float]:
+    """One real run of the CLI; returns submit, finalize and whole-run seconds."""
+    batch = BATCH[env_id]
+    policy = workdir / "policy.py"
+    policy.write_text(POLICIES.get(env_id, POLICIES["gym/cartpole"]) if env_id != "toy" else TOY)
+    timings = workdir / "timings.json"
+    root = workdir / f"run-{env_id.replace('/', '_')}-{jobs}"
+    budget = batch * SUBMITS if env_id != "toy" else 8
+    command = [sys.executable, "-m", "evopolicygym.cli", "run", "--env", env_id]
+    command += ["--root", str(root), "--budget", str(budget), "--jobs", str(jobs)]
+    if env_id != "toy":
+        command += ["--valid-size", str(VALID), "--final-size", str(HELDOUT)]
+    command += ["--isolation", isolation, "--agent", "command", "--"]
+    command += [sys.executable, __file__, "--agent", str(policy), str(batch), str(timings)]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    whole = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"the run failed:\n{done.stderr[-2000:]}")
+    record = json.loads((root / "run.json").read_text())
+    return {
+        "submits": json.loads(timings.read_text())["submits_seconds"],
+        "finalize": record["timing"]["finalize_seconds"],
+        "run": whole,
+        "level": record["isolation"]["level"],
+    }
+
+
+TOY = (
+    "class Policy:\n"
+    "    def __init__(self, *args): pass\n"
+    "    def reset(self, i): pass\n"
+    "    def act(self, obs): return 2\n"
+)
+
+
+def hidden_seeds() -> list[int]:
+    from evopolicygym.cases import generate_splits
+
+    splits = generate_splits(0, 1024, VALID, HELDOUT)
+    return splits.valid * SUBMITS + splits.heldout
+
+
+def train_seeds(env_id: str) -> list[int]:
+    from evopolicygym.cases import generate_splits
+
+    train = generate_splits(0, 1024, VALID, HELDOUT).train
+    batch = BATCH[env_id]
+    return train[: batch * SUBMITS]
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--agent":
+        agent(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        return
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--env",
-        action="append",
-        help="env ids (default: gym/cartpole, and gym/halfcheetah5 if MuJoCo is installed)",
+        "--env", action="append", help="gym/cartpole, gym/halfcheetah5 (default: both)"
     )
     parser.add_argument(
-        "--episodes",
-        type=int,
-        default=0,
-        help="episodes per measurement (default: 200 CartPole, 20 HalfCheetah)",
+        "--jobs", type=int, action="append", help="worker counts (default: 1 and 2)"
     )
-    parser.add_argument(
-        "--workers", type=int, default=2, help="workers for the finalize scaling measurement"
-    )
-    parser.add_argument(
-        "--repeats", type=int, default=3, help="best of N interleaved measurements (default 3)"
-    )
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (default 3)")
+    parser.add_argument("--isolation", default="auto", help="isolation level of the runs")
     args = parser.parse_args()
-    envs = args.env or ["gym/cartpole"]
-    if not args.env:
-        try:
-            get_env("gym/halfcheetah5").describe()
-            envs.append("gym/halfcheetah5")
-        except Exception as exc:  # MuJoCo not installed: say so, measure the rest
-            print(f"skipping gym/halfcheetah5: {exc}")
-    for env_id in envs:
-        episodes = args.episodes or (200 if env_id == "gym/cartpole" else 20)
-        seeds = generate_splits(0, episodes, 1, 1).train
-        plain = judged = one = many = 0.0
-        for _ in range(args.repeats):  # interleaved, best of N: the machine's speed drifts
-            workdir = Path(tempfile.mkdtemp(prefix="epg-bench-"))
-            try:
-                rate, steps = plain_loop(env_id, seeds)
-                plain = max(plain, rate)
-                judged = max(judged, judge_submit(env_id, episodes, workdir / "judge"))
-                one = max(one, finalize_rate(env_id, episodes, 1, workdir))
-                many = max(many, finalize_rate(env_id, episodes, args.workers, workdir))
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
-        print(f"{env_id}: {episodes} episodes, {steps / episodes:.0f} steps/episode")
-        print(f"  plain loop            {plain:9.2f} episodes/s")
-        print(f"  judge, 1 worker       {judged:9.2f} episodes/s   ratio {judged / plain:.2f}")
-        print(f"  finalize, 1 worker    {one:9.2f} episodes/s   ratio {one / plain:.2f}")
+    envs = args.env or ["gym/cartpole", "gym/halfcheetah5"]
+    jobs_list = args.jobs or [1, 2]
+    cells: dict[tuple[str, int], list[dict[str, float]]] = {}
+    plain: dict[str, list[tuple[float, float]]] = {env: [] for env in envs}
+    toy: list[float] = []
+    level = "?"
+    for repeat in range(args.repeats):
+        for env_id in envs:
+            plain[env_id].append(
+                (plain_seconds(env_id, train_seeds(env_id)), plain_seconds(env_id, hidden_seeds()))
+            )
+            for jobs in jobs_list:
+                with tempfile.TemporaryDirectory(prefix="epg-bench-") as workdir:
+                    cell = run_cell(env_id, jobs, args.isolation, Path(workdir))
+                level = str(cell.pop("level"))
+                cells.setdefault((env_id, jobs), []).append(cell)
+                print(f"[repeat {repeat + 1}] {env_id} jobs={jobs}: {cell}", file=sys.stderr)
+        with tempfile.TemporaryDirectory(prefix="epg-bench-") as workdir:
+            toy.append(run_cell("toy", 1, args.isolation, Path(workdir))["run"])
+
+    median = statistics.median
+    print(f"isolation: {level}; medians of {args.repeats} interleaved repeats")
+    print("| env | workers | submits / plain | finalize / plain | finalize s | whole run s |")
+    print("|---|---|---|---|---|---|")
+    for (env_id, jobs), runs in cells.items():
+        train_plain = median(p[0] for p in plain[env_id])
+        hidden_plain = median(p[1] for p in plain[env_id])
+        submits = median(train_plain / r["submits"] for r in runs)
+        finalize = median(hidden_plain / r["finalize"] for r in runs)
         print(
-            f"  finalize, {args.workers} workers   {many:9.2f} episodes/s   scaling {many / one:.2f}x"
+            f"| {env_id} | {jobs} | {submits:.2f} | {finalize:.2f} | "
+            f"{median(r['finalize'] for r in runs):.2f} | {median(r['run'] for r in runs):.2f} |"
         )
+    for env_id in envs:
+        if (env_id, 1) in cells and (env_id, 2) in cells:
+            one = median(r["finalize"] for r in cells[(env_id, 1)])
+            two = median(r["finalize"] for r in cells[(env_id, 2)])
+            print(f"{env_id}: finalize with 2 workers is {one / two:.2f}x of 1 worker")
+    print(f"toy run, budget 8: {median(toy):.2f} s")
 
 
 if __name__ == "__main__":

@@ -120,6 +120,7 @@ class RunPaths:
     def create(self) -> None:
         for directory in (self.system, self.feedback, self.checkpoints, self.logs, self.private):
             directory.mkdir(parents=True, exist_ok=True)
+        self.private.chmod(0o700)  # the journal and its key: the judge's user only
 
 
 def run_root(config: RunConfig) -> Path:

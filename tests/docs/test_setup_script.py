@@ -62,7 +62,8 @@ def test_dry_run_plans_one_locked_sync_with_all_requested_extras(checkout):
     assert proc.returncode == 0, proc.stderr
     syncs = [line for line in proc.stdout.splitlines() if line.startswith("+ uv sync")]
     assert syncs == [
-        "+ uv sync --locked --inexact --extra dev --extra core --extra cluster --extra atari"
+        "+ uv sync --locked --inexact --compile-bytecode --extra dev --extra core --extra cluster"
+        " --extra atari"
     ]
     # --no-system lists the Debian packages instead of installing them, each once.
     listed = next(line for line in proc.stdout.splitlines() if "install them yourself" in line)

@@ -165,8 +165,8 @@ fi
 
 sync_args=()
 for extra in "${extras[@]}"; do sync_args+=(--extra "$extra"); done
-say "installing Python packages from uv.lock: uv sync --locked --inexact ${sync_args[*]}"
-run uv sync --locked --inexact "${sync_args[@]}" ||
+say "installing Python packages from uv.lock: uv sync --locked --inexact --compile-bytecode ${sync_args[*]}"
+run uv sync --locked --inexact --compile-bytecode "${sync_args[@]}" ||
   die "uv sync failed." \
     "Offline? uv needs PyPI (or a mirror set with UV_INDEX_URL) for packages not yet in its cache." \
     "Lock out of date? Run 'uv lock' after editing pyproject.toml."

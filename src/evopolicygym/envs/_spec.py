@@ -121,6 +121,16 @@ class EnvSpec(BaseModel):
     def adapter_module(self):
         return importlib.import_module(ADAPTERS[self.adapter])
 
+    def runtime_modules(self) -> list[str]:
+        """Modules a worker imports to build this environment (lane hosts import them ahead,
+        so that a worker costs a fork). Never raises: a missing extra shows when building."""
+        try:
+            module = self.adapter_module()
+            extra = getattr(module, "runtime_modules", lambda spec: [])(self)
+        except Exception:
+            extra = []
+        return [ADAPTERS[self.adapter], *self.imports, *extra]
+
     def make_world(self) -> World:
         """Instantiate the environment. Raises ``MissingExtraError`` naming the extra to
         install when an optional dependency is absent."""

@@ -25,7 +25,14 @@ from ._spec import EnvSpec, MissingExtraError
 from .jsonsafe import to_jsonsafe
 from .spaces import action_coercer, space_schema
 
-__all__ = ["GymnasiumWorld", "action_labels", "describe", "make_env", "make_world"]
+__all__ = [
+    "GymnasiumWorld",
+    "action_labels",
+    "describe",
+    "make_env",
+    "make_world",
+    "runtime_modules",
+]
 
 SEED_MODULUS = 2**32
 
@@ -42,6 +49,16 @@ def make_env(spec: EnvSpec) -> gymnasium.Env:
         return gymnasium.make(spec.upstream, **spec.kwargs)
     except (ImportError, gymnasium.error.DependencyNotInstalled) as exc:
         raise MissingExtraError(spec.id, spec.extra, exc) from exc
+
+
+def runtime_modules(spec: EnvSpec) -> list[str]:
+    """The module holding the environment's class (from Gymnasium's registry), so that lane
+    hosts import the simulator before they fork workers."""
+    for module in spec.imports:
+        importlib.import_module(module)
+    entry = gymnasium.envs.registry.get(spec.upstream)
+    point = getattr(entry, "entry_point", None)
+    return [point.split(":")[0]] if isinstance(point, str) else []
 
 
 def action_labels(env: gymnasium.Env) -> list[str] | None:
@@ -95,7 +112,10 @@ class GymnasiumWorld:
         if invalid:
             info["action_invalid"] = True
         if type(reward) is not float:
-            reward = self._scalar_reward(reward, info)
+            # NumPy's float64 is a float: one conversion, no array (MuJoCo returns those).
+            reward = (
+                float(reward) if isinstance(reward, float) else self._scalar_reward(reward, info)
+            )
         self._done = bool(terminated or truncated)
         self._last_obs = obs
         return Turn(obs, reward, bool(terminated), bool(truncated), info)

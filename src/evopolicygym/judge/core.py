@@ -16,6 +16,7 @@ from evopolicygym.protocol import (
     InstanceSpecError,
     ResourceLimits,
     RunState,
+    Verdict,
     parse_env_instances,
 )
 
@@ -131,10 +132,11 @@ class Judge:
             try:
                 ids = parse_env_instances(env_instances)
             except InstanceSpecError as exc:
-                raise JudgeError(400, "budget_invalid", str(exc)) from exc
+                raise JudgeError(400, Verdict.BUDGET_INVALID, str(exc)) from exc
             answer = self.submits.judge(ids)
             if self.ledger.remaining == 0:
                 self.phase = "finalizing"
+                self.pool.prepare_hidden()
             return answer
 
     def finalize(self, progress: Progress = lambda _line: None) -> Selection:

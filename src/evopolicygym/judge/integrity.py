@@ -9,7 +9,6 @@ at all. Anyone with the key can check a run with :func:`verify_run`
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import json
@@ -74,35 +73,31 @@ def seal_matches(key: bytes, record: dict[str, Any]) -> bool:
 
 
 def interpreter_fingerprint(modules: list[str], site_dirs: list[str]) -> str:
-    """``sha256:<hex>`` of what workers import: the status of every module file (size, times,
-    inode: a rewrite changes ``ctime``, which no user can set back), the ``.pth`` files of the
-    site directories (content) and the site directories themselves (an added package changes
-    them)."""
+    """``sha256:<hex>`` of what workers import: the content of every module file the lane
+    hosts imported, the names in the site directories (an added package or ``.pth`` file
+    changes them) and the content of their ``.pth`` files. A reinstall of the same files leaves
+    it unchanged; any patch changes it."""
     digest = hashlib.sha256()
     for path in sorted(set(modules)):
-        digest.update(_status(path))
+        digest.update(path.encode() + b"\0" + _content(path) + b"\0")
     for directory in sorted(set(site_dirs)):
-        digest.update(_status(directory))
         try:
-            names = sorted(name for name in os.listdir(directory) if name.endswith(".pth"))
+            names = sorted(os.listdir(directory))
         except OSError:
-            continue
+            names = []
+        digest.update(directory.encode() + b"\0" + "\0".join(names).encode() + b"\0")
         for name in names:
-            file = os.path.join(directory, name)
-            digest.update(_status(file))
-            with contextlib.suppress(OSError):
-                digest.update(Path(file).read_bytes())
+            if name.endswith(".pth"):
+                digest.update(_content(os.path.join(directory, name)))
     return "sha256:" + digest.hexdigest()
 
 
-def _status(path: str) -> bytes:
+def _content(path: str) -> bytes:
     try:
-        info = os.lstat(path)
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).digest()
     except OSError:
-        return f"{path}\0missing\n".encode()
-    return (
-        f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{info.st_ino}\n".encode()
-    )
+        return b"missing"
 
 
 # -- checking a whole run ------------------------------------------------------------------------

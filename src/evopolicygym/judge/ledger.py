@@ -34,6 +34,7 @@ from evopolicygym.protocol import (
     SubmitCommit,
     SubmitRecord,
     SubmitRollback,
+    Verdict,
 )
 
 from .checkpoint import files_hash, read_files
@@ -116,7 +117,7 @@ class Ledger:
         return len(self.submits)
 
     def ok_submits(self) -> list[SubmitRecord]:
-        return [s for s in self.submits if s.status == "ok"]
+        return [s for s in self.submits if s.status == Verdict.OK]
 
     # -- journal ----------------------------------------------------------------------------------
 
@@ -238,7 +239,7 @@ def submit_dirname(index: int) -> str:
 def record_from_summary(summary: dict[str, Any], tree_hash: str | None = None) -> SubmitRecord:
     """The history line of a submit, rebuilt from its ``summary.json``; ``tree_hash`` is the
     content hash of its checkpoint (None for rejects, which have none)."""
-    rejected = summary["status"] in ("budget_invalid", "invalid_env_instance")
+    rejected = Verdict(summary["status"]).is_reject
     return SubmitRecord(
         index=summary["submit_index"],
         status=summary["status"],

@@ -75,9 +75,6 @@ class RunSection(_Strict):
         return data
 
 
-AgentKind = Literal["command", "codex", "claude", "kimi", "builtin"]
-
-
 class AgentSection(_Strict):
     kind: str = Field(
         "command",

@@ -84,7 +84,7 @@ HostRequest = Spawn | Kill
 
 class WorkerConfig(msgspec.Struct, forbid_unknown_fields=True):
     """What a worker is started with (the ``argument`` of its :class:`Spawn`). Holds no path
-    of the run and no seed. ``core`` pins the worker (and its sealed policy process) to one CPU;
+    of the run and no seed. ``core`` is the CPU a sealed worker and its policy process share;
     ``slots`` is how many episodes a sealed worker steps in lock step; ``landlock_abi`` and
     ``seccomp`` say which hardening policy code runs under (from the isolation plan)."""
 

@@ -163,6 +163,6 @@ class RunRecord(_Record):
     versions: dict[str, str] = Field(default_factory=dict)
     protocol: ProtocolFingerprint | None = Field(
         None,
-        description="Since schema 0.3: the run's protocol fingerprint (None in older records).",
+        description="Since schema 0.4: the run's protocol fingerprint (None in older records).",
     )
     integrity: dict[str, str] | None = None

@@ -70,8 +70,6 @@ class InfoResponse(_Open):
     max_episodes_per_submit: int
     resource_limits: ResourceLimits = Field(default_factory=ResourceLimits)
     isolation: str = "process"
-    allowed_imports: list[str] = Field(default_factory=list)
-    denied_imports: list[str] = Field(default_factory=list)
 
 
 class SubmitRequest(BaseModel):

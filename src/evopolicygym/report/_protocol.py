@@ -23,7 +23,7 @@ def _spec(env: str):
 
 
 def fingerprint_of(record: RunRecord) -> ProtocolFingerprint:
-    """The record's fingerprint; for records older than schema 0.3 it is rebuilt from
+    """The record's fingerprint; for records older than schema 0.4 it is rebuilt from
     ``experiment_dimensions`` and ``versions``. The cases are recognised as seed-0 splits when
     the record has no split hashes (the built-in seed-0 splits of the environment's pool sizes)
     or when its split hashes are those ``data make --seed 0`` writes for its pool sizes;

@@ -15,14 +15,17 @@ constructed fails the whole call with its :class:`LoadFailed` verdict.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
 
+from evopolicygym.envs import EnvSpec
 from evopolicygym.protocol import (
     CheckpointFile,
     EpisodeDone,
@@ -114,6 +117,7 @@ class _Worker:
             env_spec=pool.env_spec,
             limits=pool.limits.model_dump(),
             sealed=sealed,
+            core=lane.core,
             slots=SEALED_SLOTS if sealed else 1,
             landlock_abi=pool.plan.landlock_abi,
             seccomp=pool.plan.seccomp,
@@ -132,7 +136,6 @@ class _Worker:
             f"{'sealed' if sealed else 'train'} worker {self.key} (lane {lane.number})",
         )
         self.up: WorkerUp | None = None
-        self.killed_by_us: str | None = None
         self.closed = False
 
     def _recv(self, deadline: float) -> Any:
@@ -156,7 +159,7 @@ class _Worker:
             self.channel.send(job.load())
             reply = self._recv(deadline)
         except FrameTimeout:
-            self.kill("init_timeout")
+            self.kill()
             return LoadFailed(
                 verdict=Verdict.INIT_TIMEOUT,
                 message=f"the policy did not start within {limits.init_timeout_s} s",
@@ -169,7 +172,7 @@ class _Worker:
             return LoadFailed(verdict=_load_verdict(died.kind), message=died.message)
         if isinstance(reply, (Loaded, LoadFailed)):
             return reply
-        self.kill("protocol")
+        self.kill()
         return LoadFailed(verdict=Verdict.WORKER_CRASH, message="the worker answered out of turn")
 
     def start_episodes(self, request: RunEpisodes) -> None:
@@ -187,13 +190,13 @@ class _Worker:
         try:
             reply = self._recv(deadline)
         except FrameTimeout:
-            self.kill("episode_timeout")
+            self.kill()
             raise WorkerDied(
                 EpisodeErrorKind.EPISODE_TIMEOUT,
                 f"episode exceeded the {limits.rollout_wall_s} s limit and its worker was killed",
             ) from None
         if not isinstance(reply, EpisodeDone) or reply.index not in wanted:
-            self.kill("protocol")
+            self.kill()
             raise WorkerDied(
                 EpisodeErrorKind.WORKER_CRASH,
                 "the policy worker sent an invalid episode result",
@@ -204,8 +207,7 @@ class _Worker:
             reply.stderr += err
         return reply
 
-    def kill(self, reason: str) -> None:
-        self.killed_by_us = reason
+    def kill(self) -> None:
         self.host.kill(self.child)
 
     def death(self) -> tuple[EpisodeErrorKind, str]:
@@ -232,6 +234,10 @@ class _Lane:
     def __init__(self, pool: WorkerPool, number: int):
         self.pool = pool
         self.number = number
+        # Several lanes: one CPU each, so that they never crowd one core; one lane: none (its
+        # sealed worker picks the CPU it runs on).
+        cpus = sorted(os.sched_getaffinity(0))
+        self.core = cpus[number % len(cpus)] if pool.jobs > 1 else None
         self.host: HostProcess | None = None
         self.warm: _Worker | None = None
         self.sealed: _Worker | None = None
@@ -253,9 +259,17 @@ class _Lane:
         return self.host
 
     def prewarm(self) -> None:
+        """Make sure a warm train worker waits (spawned outside the lock: a submit never waits
+        for it)."""
         with self.lock:
-            if self.warm is None:
-                self.warm = self._spawn(sealed=False)
+            if self.warm is not None or self.sealed is not None:
+                return
+        worker = self._spawn(sealed=False)
+        with self.lock:
+            if self.warm is None and self.sealed is None:
+                self.warm = worker
+                return
+        worker.close()
 
     def _spawn(self, sealed: bool) -> _Worker:
         for attempt in range(2):
@@ -270,18 +284,16 @@ class _Lane:
         raise AssertionError("unreachable")
 
     def take_train(self) -> _Worker:
-        """The warm train worker (a new one is started at once for the next call)."""
+        """The warm train worker; the next one starts in the background."""
         with self.lock:
             worker, self.warm = self.warm, None
-            if worker is None:
-                worker = self._spawn(sealed=False)
-            self.warm = self._spawn(sealed=False)
-        return worker
+        self.pool.background(self.prewarm)
+        return worker or self._spawn(sealed=False)
 
     def take_sealed(self) -> _Worker:
         with self.lock:
             if self.warm is not None:  # hidden evaluation has begun: no more submits
-                self.warm.close()
+                self.pool.background(self.warm.close)
                 self.warm = None
             if self.sealed is None or self.sealed.closed:
                 self.sealed = self._spawn(sealed=True)
@@ -327,10 +339,13 @@ class WorkerPool:
         self.limits = limits
         self.log_path = log_path
         self.plan = plan or probe()
-        self.preload = [*PRELOAD, *env_spec.get("imports", [])]
+        spec = EnvSpec.model_validate(env_spec)
+        self.preload = list(dict.fromkeys([*PRELOAD, *spec.runtime_modules()]))
         self.output = OutputDrain(log_path)
         self.keys = itertools.count()
         self.lanes = [_Lane(self, number) for number in range(jobs)]
+        # Housekeeping off the critical path: retiring used workers, starting warm ones.
+        self._housekeeping = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool")
 
     def prewarm(self) -> None:
         """Start every lane's host and warm train worker (in parallel; returns when done)."""
@@ -340,7 +355,17 @@ class WorkerPool:
         for thread in threads:
             thread.join()
 
+    def prepare_hidden(self) -> None:
+        """Start every lane's sealed worker now, in the background (call when the budget is
+        spent: finalize then starts on warm workers)."""
+        for lane in self.lanes:
+            self.background(lane.take_sealed)
+
+    def background(self, task: Callable[[], Any]) -> None:
+        self._housekeeping.submit(task)
+
     def close(self) -> None:
+        self._housekeeping.shutdown(wait=True)
         for lane in self.lanes:
             lane.close()
         self.output.close()
@@ -426,7 +451,7 @@ class WorkerPool:
             except WorkerDied as died:
                 yield _failed(pending.pop(0), died.kind, died.message)
             finally:
-                worker.close()
+                self.background(worker.close)  # a train worker serves one checkpoint only
 
     def _run_sealed(self, lane: _Lane, job, share, request, failures, number):
         worker = lane.take_sealed()

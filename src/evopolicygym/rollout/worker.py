@@ -44,8 +44,8 @@ from evopolicygym.sandbox import (
     Channel,
     FrameError,
     become_subreaper,
+    children,
     harden,
-    kill_descendants,
     sweep_children,
 )
 
@@ -61,8 +61,6 @@ def serve(fd: int, argument: bytes) -> int:
     """Run a worker on channel ``fd`` with the msgpack-encoded :class:`WorkerConfig`."""
     config = msgspec.msgpack.decode(argument, type=WorkerConfig)
     channel = Channel.from_fd(fd, WorkerRequest)
-    if config.core is not None:
-        os.sched_setaffinity(0, {config.core})
     become_subreaper()
     if config.sealed:
         return _serve_sealed(channel, config)
@@ -97,6 +95,8 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
         channel.send(_env_failure(problem))
         return 0
     limits = config.limits
+    # Processes the environment started for itself (a browser driver): never the policy's.
+    environment = set(children(os.getpid()))
     scratch = Path(tempfile.mkdtemp(prefix="policy-"))
     system = scratch / "system"
     write_checkpoint(load.files, system)
@@ -115,7 +115,6 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     gc.freeze()
     channel.send(Loaded())
     pending = (out, err)
-    me = os.getpid()
     while True:
         try:
             request = channel.recv()
@@ -143,7 +142,9 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
                 prefix_output=pending,
             )
             pending = ("", "")
-            kill_descendants(me)  # nothing the policy started outlives its episode
+            # Nothing the policy started outlives its episode (orphans come back to this
+            # subreaper, whatever session they moved to).
+            sweep_children(environment, reap_others=False)
             channel.send(done)
 
 
@@ -170,7 +171,12 @@ def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:
         return _refuse_all(channel, problem)
     worlds = iter([world])
     runner = LockstepRunner(
-        lambda: next(worlds, None) or spec.make_world(), zygote, marker, config.limits, config.slots
+        lambda: next(worlds, None) or spec.make_world(),
+        zygote,
+        marker,
+        config.limits,
+        config.slots,
+        config.core,
     )
     try:
         while True:

@@ -1,20 +1,41 @@
 """Isolation of untrusted code: isolation levels and their probe, lane hosts (sandboxed fork
 servers), the hardening a process applies before it runs policy code, process-tree control and
-the typed message channel."""
+the typed message channel.
 
-from ._bwrap import bwrap_prefix, interpreter_paths
-from ._framing import Channel, FrameError, FrameTimeout, channel_pair
-from ._harden import harden, lower_rlimits
-from ._launch import HostError, HostProcess, SpawnedChild, sandbox_environment
-from ._levels import IsolationLevel, IsolationPlan, IsolationUnavailable, probe
-from ._proctree import (
-    become_subreaper,
-    die_with_parent,
-    forbid_inspection,
-    kill_descendants,
-    reap,
-    sweep_children,
-)
+Names are loaded on first use (PEP 562): the probe that runs inside a candidate sandbox imports
+only what it applies, not the message models, so it starts in milliseconds.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "bwrap_prefix": "_bwrap",
+    "interpreter_paths": "_bwrap",
+    "Channel": "_framing",
+    "FrameError": "_framing",
+    "FrameTimeout": "_framing",
+    "channel_pair": "_framing",
+    "harden": "_harden",
+    "lower_rlimits": "_harden",
+    "HostError": "_launch",
+    "HostProcess": "_launch",
+    "SpawnedChild": "_launch",
+    "sandbox_environment": "_launch",
+    "IsolationLevel": "_levels",
+    "IsolationPlan": "_levels",
+    "IsolationUnavailable": "_levels",
+    "probe": "_levels",
+    "become_subreaper": "_proctree",
+    "children": "_proctree",
+    "die_with_parent": "_proctree",
+    "forbid_inspection": "_proctree",
+    "kill_descendants": "_proctree",
+    "reap": "_proctree",
+    "sweep_children": "_proctree",
+}
 
 __all__ = [
     "Channel",
@@ -29,6 +50,7 @@ __all__ = [
     "become_subreaper",
     "bwrap_prefix",
     "channel_pair",
+    "children",
     "die_with_parent",
     "forbid_inspection",
     "harden",
@@ -40,3 +62,28 @@ __all__ = [
     "sandbox_environment",
     "sweep_children",
 ]
+
+if TYPE_CHECKING:
+    from ._bwrap import bwrap_prefix, interpreter_paths
+    from ._framing import Channel, FrameError, FrameTimeout, channel_pair
+    from ._harden import harden, lower_rlimits
+    from ._launch import HostError, HostProcess, SpawnedChild, sandbox_environment
+    from ._levels import IsolationLevel, IsolationPlan, IsolationUnavailable, probe
+    from ._proctree import (
+        become_subreaper,
+        children,
+        die_with_parent,
+        forbid_inspection,
+        kill_descendants,
+        reap,
+        sweep_children,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

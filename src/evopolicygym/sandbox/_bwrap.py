@@ -38,6 +38,8 @@ SYSTEM_PATHS = (
     "/etc/passwd",
     "/etc/group",
     "/etc/fonts",
+    "/etc/chromium",  # Debian's chromium wrapper sources /etc/chromium.d/* (web family)
+    "/etc/chromium.d",
     "/etc/ssl",
     "/etc/ca-certificates",
 )

@@ -114,10 +114,13 @@ def reap(pid: int = -1) -> list[tuple[int, int]]:
             return ended
 
 
-def sweep_children(keep: set[int], rounds: int = 64) -> tuple[int, list[tuple[int, int]]]:
+def sweep_children(
+    keep: set[int], rounds: int = 64, *, reap_others: bool = True
+) -> tuple[int, list[tuple[int, int]]]:
     """Kill every child of this process that is not in ``keep`` (with its descendants), and
     every orphan that comes back to this subreaper meanwhile. Returns the number killed and the
-    ``(pid, status)`` pairs reaped on the way (which may include processes in ``keep``)."""
+    ``(pid, status)`` pairs reaped on the way (with ``reap_others``, children in ``keep`` that
+    ended are reaped too; without, their exit status is left to whoever waits for them)."""
     killed = 0
     ended: list[tuple[int, int]] = []
     me = os.getpid()
@@ -132,5 +135,6 @@ def sweep_children(keep: set[int], rounds: int = 64) -> tuple[int, list[tuple[in
             with contextlib.suppress(ChildProcessError):
                 found, status = os.waitpid(stray, 0)
                 ended.append((found, status))
-        ended += reap()
+        if reap_others:
+            ended += reap()
     return killed, ended
