@@ -3,6 +3,9 @@
 #   snakemake check_envs --cores 4       readiness of every curated environment
 #   snakemake suite_<slug> --cores 4     any config/*-suite.toml, e.g. suite_main128_codex
 # Profiles: workflow/profiles/default (picked up automatically), slurm, kubernetes.
+# `snakemake --lint` asks for a conda environment or container per rule, and only that (pinned
+# by tests/e2e/test_snakemake.py): every rule runs the project's own locked environment (uv, or
+# the Nix dev shell), for which Snakemake has no deployment method.
 
 from snakemake.utils import min_version, validate
 

@@ -14,8 +14,8 @@ rule check_env:
     message:
         "check-envs: {wildcards.env}"
     shell:
-        "evopolicygym check-envs --env {wildcards.env} --min-level {params.min_level}"
-        " --output {output} > {log} 2>&1 || test -s {output}"
+        "evopolicygym check-envs --env {wildcards.env:q} --min-level {params.min_level:q}"
+        " --output {output:q} > {log:q} 2>&1 || test -s {output:q}"
 
 
 # Light: runs where Snakemake runs, not as a cluster job.

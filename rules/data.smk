@@ -26,6 +26,6 @@ rule data:
     message:
         "data: {params.env} splits (seed {params.seed}) -> {wildcards.data_dir}"
     shell:
-        "evopolicygym data make --env {params.env} {params.bulk} --root {wildcards.data_dir}"
-        " --seed {params.seed} --train-size {params.train} --valid-size {params.valid}"
-        " --heldout-size {params.heldout} --force > {log} 2>&1"
+        "evopolicygym data make --env {params.env:q} {params.bulk:q}"
+        " --root {wildcards.data_dir:q} --seed {params.seed} --train-size {params.train}"
+        " --valid-size {params.valid} --heldout-size {params.heldout} --force > {log:q} 2>&1"

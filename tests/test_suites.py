@@ -14,6 +14,7 @@ from evopolicygym.suites import (
     load_suite,
     load_suites,
     merged_data_requests,
+    suite_job_config,
     target_slug,
 )
 
@@ -139,6 +140,22 @@ model = "gpt-x"
     assert job.config.run.jobs == 3  # the suite's threads feed the rollout worker pool
     with pytest.raises(KeyError, match="has no job 'nope'"):
         suite.job("nope")
+
+
+def test_a_job_config_takes_the_directory_and_threads_snakemake_grants(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(
+        '[suite]\nroot = "runs/x"\nthreads = 3\n[[run]]\nenv = "toy"\nbudget = 4\n'
+        '[[agent]]\nkind = "builtin:random"\n'
+    )
+    (job,) = load_suite(path).jobs
+    as_given = suite_job_config(path, job.name)
+    assert as_given == job.config and as_given.run.jobs == 3
+    granted = suite_job_config(path, job.name, root=tmp_path / "elsewhere", jobs=1)
+    assert granted.run.root == tmp_path / "elsewhere" and granted.run.jobs == 1
+    assert granted.run.exp_id == job.name and granted.agent.kind == "builtin:random"
+    with pytest.raises(KeyError, match="has no job 'nope'"):
+        suite_job_config(path, "nope")
 
 
 @pytest.mark.parametrize(

@@ -14,12 +14,26 @@ import hashlib
 import json
 import random
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
 SPLIT_FILES = {"train": "train.json", "valid": "valid.json", "heldout": "heldout.json"}
 POOL_REFS = {"train": "train", "valid": "validation", "heldout": "heldout"}
 SEED_SPACE = 2**31
+
+
+class SplitSizes(NamedTuple):
+    """Cases per pool, in drawing order."""
+
+    train: int
+    valid: int
+    heldout: int
+
+
+PUBLISHED_SPLIT = SplitSizes(train=1024, valid=64, heldout=256)
+"""The pools of the published protocol, drawn with master seed 0: the default ``[data]`` table
+of a suite (every main suite) and the pools the random anchors of envspecs are measured on."""
 
 
 class SplitError(ValueError):

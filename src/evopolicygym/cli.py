@@ -1,5 +1,9 @@
 """The ``evopolicygym`` command line. Argument parsing only: every command calls a library
-function and turns its errors into a one-line message and a non-zero exit."""
+function and turns its errors into a one-line message and a non-zero exit.
+
+Library modules are imported inside the command functions for start-up speed: ``--help`` and
+each command load only what they use (gymnasium, Flask, pandas and Snakemake take seconds to
+import together). The CLI is the top layer, so none of these imports hides a cycle."""
 
 from __future__ import annotations
 
@@ -8,11 +12,15 @@ import json
 import signal
 import sys
 import threading
-import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    from evopolicygym.protocol import RunConfig
+
+Commands = argparse._SubParsersAction  # what add_subparsers() returns
 
 DESCRIPTION = """\
 EvoPolicyGym: measure whether a coding agent can improve an executable Python policy from
@@ -35,97 +43,27 @@ written, and so is a run directory that was started with other settings: give a 
 or pass --rerun to move the old directory aside (<dir>.archived-<time>) and start again."""
 
 
-def _load_config_file(path: Path) -> dict[str, Any]:
-    text = path.read_text(encoding="utf-8")
-    data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    if "run" not in data:  # flat file: run keys at top level
-        sections = {"agent", "server", "limits"}
-        data = {
-            "run": {k: v for k, v in data.items() if k not in sections},
-            **{k: v for k, v in data.items() if k in sections},
-        }
-    return data
-
-
-def _run_config(args: argparse.Namespace):
-    from evopolicygym.protocol import RunConfig
+def _run_config(args: argparse.Namespace) -> RunConfig:
+    """The run's settings from the one source the flags name: a run to resume, a suite job, or
+    defaults < --config file < flags."""
+    from evopolicygym.run_config import RunFlags, layered_run_config
     from evopolicygym.runs import load_saved_config
+    from evopolicygym.suites import suite_job_config
 
     if args.resume:
         return load_saved_config(Path(args.resume))
     if args.suite:
-        from evopolicygym.suites import load_suite
-
         if not args.job:
             raise SystemExit(
                 "--suite needs --job NAME (see `evopolicygym suite --config FILE --list`)"
             )
         try:
-            config = load_suite(Path(args.suite)).job(args.job).config
+            return suite_job_config(args.suite, args.job, root=args.root, jobs=args.jobs)
         except KeyError as exc:
             raise SystemExit(f"evopolicygym: {exc.args[0]}") from None
-        # Snakemake passes the run directory it expects and the threads it granted.
-        if args.root is not None:
-            config.run.root = Path(args.root)
-        if args.jobs is not None:
-            config.run.jobs = args.jobs
-        return config
-    data: dict[str, Any] = _load_config_file(Path(args.config)) if args.config else {"run": {}}
-    run, agent = data.setdefault("run", {}), data.setdefault("agent", {})
-    for flag, key in (
-        ("env", "env"),
-        ("root", "root"),
-        ("runs", "runs"),
-        ("data", "data"),
-        ("model", "model"),
-        ("exp_id", "exp_id"),
-        ("budget", "budget"),
-        ("minimum", "minimum"),
-        ("maximum", "maximum"),
-        ("valid_size", "valid_size"),
-        ("final_size", "final_size"),
-        ("jobs", "jobs"),
-        ("isolation", "isolation"),
-    ):
-        value = getattr(args, flag)
-        if value is not None:
-            run[key] = value
-    if args.bulk:
-        run["bulk"] = True
-    if args.compress_images:
-        run["compress_images"] = True
-    if args.agent is not None:
-        agent["kind"] = args.agent
-    if "model" not in run and agent.get("kind", "").startswith("builtin:"):
-        run["model"] = agent["kind"].removeprefix("builtin:")  # runs/<agent>/<env>/... by default
-    for flag, key in (
-        ("agent_name", "name"),
-        ("limit", "limit"),
-        ("retries", "retries"),
-        ("retry_backoff", "retry_backoff"),
-    ):
-        value = getattr(args, flag)
-        if value is not None:
-            agent[key] = value
-    argv = [a for a in (args.argv or []) if a != "--"]
-    if argv:
-        if agent.get("kind", "command") == "command":
-            agent["argv"] = argv
-        else:  # codex/claude/kimi: first token is the binary, the rest pass through
-            agent["binary"], agent["args"] = argv[0], argv[1:]
-    if agent.get("kind", "command") == "command" and not agent.get("argv"):
-        raise SystemExit(
-            "the command agent needs its argv after `--`, e.g. `-- python agent.py` (or use --agent builtin:hillclimb)"
-        )
-    if "budget" not in run:
-        raise SystemExit("give the run a --budget (episodes the agent may spend)")
-    if args.port is not None or args.bind is not None:
-        server = data.setdefault("server", {})
-        if args.port is not None:
-            server["port"] = args.port
-        if args.bind is not None:
-            server["bind"] = args.bind
-    return RunConfig.model_validate(data)
+    flags = {name: getattr(args, name) for name in RunFlags.names()}
+    flags["argv"] = tuple(word for word in args.argv or () if word != "--")
+    return layered_run_config(RunFlags(**flags), args.config)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -192,7 +130,8 @@ def cmd_data_make(args: argparse.Namespace) -> int:
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    from evopolicygym.suites import load_suite, run_suite_workflow
+    from evopolicygym.suites import load_suite
+    from evopolicygym.workflow import run_suite_workflow
 
     if args.list:
         for job in load_suite(Path(args.config)).jobs:
@@ -227,7 +166,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_check_envs(args: argparse.Namespace) -> int:
-    from evopolicygym.envs.checks import check_envs_command
+    from evopolicygym.readiness.checks import check_envs_command
 
     return check_envs_command(
         args.env or [],
@@ -243,14 +182,18 @@ def cmd_check_envs(args: argparse.Namespace) -> int:
 
 
 def cmd_check_one_env(args: argparse.Namespace) -> int:
-    from evopolicygym.envs.checks import check_one_env_main
+    from evopolicygym.readiness.checks import check_one_env_main
 
     return check_one_env_main(args.env, args.bulk, args.up_to, args.calibrate)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from evopolicygym.calibration import CalibrationSettings, calibrate, record_calibration
     from evopolicygym.envs import get_env
+    from evopolicygym.readiness.calibration import (
+        CalibrationSettings,
+        calibrate,
+        record_calibration,
+    )
 
     spec = get_env(args.env, bulk=args.bulk)
     settings = CalibrationSettings(
@@ -270,19 +213,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_discover_envs(args: argparse.Namespace) -> int:
-    from evopolicygym.envs.discover import discover_envs_command
+    from evopolicygym.readiness.discover import discover_envs_command
 
     return discover_envs_command(args.output, args.markdown)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="evopolicygym",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-
+def _add_run(commands: Commands) -> None:
+    """``run``: one benchmark run, from flags, a config file, a suite job or a run to resume."""
     run = commands.add_parser(
         "run",
         help="run (or resume) one benchmark run",
@@ -293,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     source = run.add_argument_group("where the settings come from")
     source.add_argument(
         "--config",
+        type=Path,
         help="run config file (TOML or JSON; [run] [agent] [server] [limits]); flags override it",
     )
     source.add_argument(
@@ -319,10 +257,13 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--bulk", action="store_true", help="allow any installed Gymnasium id as gymnasium/<id>"
     )
-    where.add_argument("--root", help="explicit run directory")
-    where.add_argument("--runs", help="base directory: the run goes to RUNS/<model>/<env>/<exp-id>")
+    where.add_argument("--root", type=Path, help="explicit run directory")
+    where.add_argument(
+        "--runs", type=Path, help="base directory: the run goes to RUNS/<model>/<env>/<exp-id>"
+    )
     where.add_argument(
         "--data",
+        type=Path,
         help="split directory from `data make` (default: seed-0 splits of the env's sizes)",
     )
     where.add_argument("--model", help="model label (default: agent)")
@@ -369,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=cmd_run)
 
+
+def _add_verify(commands: Commands) -> None:
+    """``verify``: a run directory's integrity."""
     verify = commands.add_parser(
         "verify",
         help="check a run directory's integrity",
@@ -380,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("run_dir", help="the run directory (holds run.json and .judge/)")
     verify.set_defaults(handler=cmd_verify)
 
+
+def _add_data(commands: Commands) -> None:
+    """``data make``: seed split files."""
     data = commands.add_parser("data", help="case split files").add_subparsers(
         dest="data_command", metavar="ACTION", required=True
     )
@@ -398,6 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     make.add_argument("--force", action="store_true", help="overwrite existing files")
     make.set_defaults(handler=cmd_data_make)
 
+
+def _add_suite(commands: Commands) -> None:
+    """``suite``: a whole suite through the Snakemake workflow."""
     suite = commands.add_parser(
         "suite",
         help="run a suite through the Snakemake workflow",
@@ -419,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     suite.set_defaults(handler=cmd_suite)
 
+
+def _add_report(commands: Commands) -> None:
+    """``report``: a suite's report, or one line per run record."""
     report = commands.add_parser(
         "report",
         help="results table, leaderboard, curves and HTML from run.json files",
@@ -443,6 +396,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.set_defaults(handler=cmd_report)
 
+
+def _add_check_envs(commands: Commands) -> None:
+    """``check-envs`` and its hidden per-environment child ``_check-one-env``."""
     check = commands.add_parser(
         "check-envs",
         help="readiness checks per environment (levels L0-L4)",
@@ -497,6 +453,9 @@ def build_parser() -> argparse.ArgumentParser:
     one.add_argument("--calibrate", action="store_true")
     one.set_defaults(handler=cmd_check_one_env)
 
+
+def _add_calibrate(commands: Commands) -> None:
+    """``calibrate``: readiness level L4 of one environment."""
     calibration = commands.add_parser(
         "calibrate",
         help="L4: does a built-in agent beat the random policy within a budget?",
@@ -530,6 +489,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     calibration.set_defaults(handler=cmd_calibrate)
 
+
+def _add_discover_envs(commands: Commands) -> None:
+    """``discover-envs``: installed packages and the registry by family."""
     discover = commands.add_parser(
         "discover-envs",
         help="installed environment packages and the Gymnasium registry by family",
@@ -546,6 +508,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write a Markdown checklist (e.g. docs/envs/env_list.md)",
     )
     discover.set_defaults(handler=cmd_discover_envs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="evopolicygym",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_run(commands)
+    _add_verify(commands)
+    _add_data(commands)
+    _add_suite(commands)
+    _add_report(commands)
+    _add_check_envs(commands)
+    _add_calibrate(commands)
+    _add_discover_envs(commands)
     return parser
 
 
@@ -556,12 +535,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     from evopolicygym.agents import AgentCommandError
-    from evopolicygym.calibration import CalibrationError
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
     from evopolicygym.judge import IntegrityError, JournalCorrupt
+    from evopolicygym.readiness.calibration import CalibrationError
     from evopolicygym.report import ScreenshotError
-    from evopolicygym.runs import RunLockedError
+    from evopolicygym.run_config import RunConfigError
+    from evopolicygym.run_lock import RunLockedError
     from evopolicygym.sandbox import IsolationUnavailable
 
     # SIGTERM (scancel, Snakemake, Kubernetes) unwinds like Ctrl-C: workers stopped, journal
@@ -570,6 +550,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.handler(args)
+    except RunConfigError as exc:  # a missing --budget or agent argv: exit status 1
+        print(f"evopolicygym: {exc}", file=sys.stderr)
+        return 1
     except ValidationError as exc:
         from evopolicygym.protocol import settings_problem
 

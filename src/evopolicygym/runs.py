@@ -29,6 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from evopolicygym.agents import Launch, agents_md_text, drive, make_harness
 from evopolicygym.cases import CaseSplits, generate_splits, load_splits, seed_split_hashes
 from evopolicygym.envs import EnvSpec, get_env
 from evopolicygym.judge import (
@@ -57,6 +58,7 @@ from evopolicygym.protocol import (
     Timing,
 )
 from evopolicygym.rollout import WorkerPool
+from evopolicygym.run_lock import RunLock
 from evopolicygym.sandbox import IsolationPlan, probe
 
 Progress = Callable[[str], None]
@@ -72,10 +74,6 @@ def slug(text: str) -> str:
     if not value:
         raise ValueError(f"cannot make a directory name from {text!r}")
     return value
-
-
-class RunLockedError(RuntimeError):
-    """Another live process owns this run directory."""
 
 
 @dataclass(frozen=True)
@@ -132,37 +130,6 @@ def run_root(config: RunConfig) -> Path:
             "give the run a directory: --root DIR or --runs BASE (or root/runs in [run])"
         )
     return run.runs / slug(run.model) / slug(run.env) / slug(run.exp_id)
-
-
-class _Lock:
-    """``.judge/lock``: created exclusively; a lock whose process is gone is taken over."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self) -> _Lock:
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                try:
-                    pid = json.loads(self.path.read_text())["pid"]
-                    os.kill(pid, 0)
-                except (ProcessLookupError, ValueError, KeyError, json.JSONDecodeError):
-                    self.path.unlink(missing_ok=True)  # stale: its owner died
-                    continue
-                except PermissionError:
-                    pass
-                raise RunLockedError(
-                    f"{self.path.parent.parent} is in use by process {pid}; wait for it or kill it"
-                ) from None
-            with os.fdopen(fd, "w") as handle:
-                json.dump({"pid": os.getpid(), "created_at": utc_now()}, handle)
-            return self
-        raise RunLockedError(f"could not lock {self.path}")
-
-    def __exit__(self, *exc: object) -> None:
-        self.path.unlink(missing_ok=True)
 
 
 class EventLog:
@@ -348,8 +315,6 @@ def run_from_config(
     directory that was started or finished with other settings. ``rerun`` first moves an
     existing run directory aside (:func:`archive_run`) and starts afresh. ``display`` (an
     :class:`evopolicygym.display.RunDisplay`) replaces ``progress`` with phase progress."""
-    from evopolicygym.agents import agents_md_text
-
     if display is not None:
         progress = display.line
     paths = RunPaths(run_root(config).resolve())  # workers get absolute checkpoint paths
@@ -357,7 +322,7 @@ def run_from_config(
     splits = run_splits(config, spec)
     plan = probe(config.run.isolation)  # an unavailable level stops here, before any file
     if rerun:
-        with _Lock(paths.private / "lock") if paths.private.exists() else _nothing():
+        with RunLock(paths.private / "lock", paths.root) if paths.private.exists() else _nothing():
             archived = archive_run(paths.root)
         if archived is not None:
             progress(f"[run] archived the previous run to {archived}")
@@ -366,7 +331,7 @@ def run_from_config(
         progress(f"[run] {paths.root} is finished with these settings; run.json is unchanged")
         return RunRecord.model_validate_json(paths.run_json.read_text())
     paths.create()
-    with _Lock(paths.private / "lock"):
+    with RunLock(paths.private / "lock", paths.root):
         _check_settings(paths, config)  # another process may have started it meanwhile
         _save_settings(paths, config)
         if not paths.agents_md.exists():
@@ -449,8 +414,6 @@ def _drive_and_finish(
     finalize_progress,
 ) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
-    from evopolicygym.agents import Launch, drive, make_harness
-
     started = time.monotonic()
     agent_record = AgentRecord(kind=config.agent.kind, name=config.agent.name)
     transcript = None  # no agent session when a resumed run has nothing left to spend

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .cases import PUBLISHED_SPLIT
 from .protocol import AgentSection, LimitsSection, RunConfig, RunSection, ServerSection
 
 SUITE_KEYS_SET_PER_JOB = ("root", "runs", "key", "exp_id", "exp")
@@ -87,9 +88,9 @@ class DataSection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seed: int = Field(0, ge=0, description="Master seed of the split generator.")
-    train_size: int = Field(1024, gt=0, description="Visible train cases.")
-    valid_size: int = Field(64, gt=0, description="Hidden validation cases.")
-    heldout_size: int = Field(256, gt=0, description="Hidden held-out cases.")
+    train_size: int = Field(PUBLISHED_SPLIT.train, gt=0, description="Visible train cases.")
+    valid_size: int = Field(PUBLISHED_SPLIT.valid, gt=0, description="Hidden validation cases.")
+    heldout_size: int = Field(PUBLISHED_SPLIT.heldout, gt=0, description="Hidden held-out cases.")
 
 
 class SuiteJob(BaseModel):
@@ -294,6 +295,21 @@ def load_suite(path: str | Path) -> Suite:
     return suite
 
 
+def suite_job_config(
+    path: str | Path, job: str, *, root: Path | None = None, jobs: int | None = None
+) -> RunConfig:
+    """The run config of job ``job`` of the suite file ``path``: what ``evopolicygym run --suite
+    FILE --job NAME`` runs. ``root`` and ``jobs``, when given, replace the run directory and the
+    worker count (Snakemake passes the directory it expects and the threads it granted). Raises
+    :class:`SuiteConfigError` for a bad suite file and ``KeyError`` for an unknown job."""
+    config = load_suite(path).job(job).config
+    if root is not None:
+        config.run.root = root
+    if jobs is not None:
+        config.run.jobs = jobs
+    return config
+
+
 def load_suites(patterns: list[str], *, base: Path | None = None) -> dict[str, Suite]:
     """Load every suite file matched by ``patterns`` (paths or globs, relative to ``base`` or the
     current directory), keyed by slug. Raises :class:`SuiteConfigError` when a pattern matches
@@ -350,74 +366,3 @@ def exact_pattern(values) -> str:
     pattern that matches nothing when there are none."""
     values = sorted({str(v) for v in values})
     return "|".join(re.escape(v) for v in values) if values else "(?!)"
-
-
-WORKFLOW_VARIABLE = "EVOPOLICYGYM_WORKFLOW"
-# What workflow/profiles/default sets for the `snakemake` command line; the API does not read
-# profiles, so `run_suite_workflow` applies the same settings itself.
-RERUN_TRIGGERS = ("mtime", "params", "input")
-
-
-def workflow_snakefile() -> Path:
-    """The repository's Snakefile: ``$EVOPOLICYGYM_WORKFLOW`` (a Snakefile or the directory
-    holding it), else the checkout this package was imported from. Raises
-    ``FileNotFoundError`` saying how to point at a checkout."""
-    import os
-
-    explicit = os.environ.get(WORKFLOW_VARIABLE)
-    candidates = [Path(explicit)] if explicit else [Path(__file__).resolve().parents[2]]
-    for candidate in candidates:
-        snakefile = candidate if candidate.is_file() else candidate / "Snakefile"
-        if snakefile.is_file():
-            return snakefile
-    raise FileNotFoundError(
-        f"no Snakefile found (looked in {', '.join(map(str, candidates))}); run from a "
-        f"repository checkout or set {WORKFLOW_VARIABLE} to the checkout's Snakefile"
-    )
-
-
-def run_suite_workflow(
-    suite_path: str | Path, *, cores: int | None = None, dry_run: bool = False
-) -> bool:
-    """Run (or with ``dry_run`` only plan) the suite's ``suite_<slug>`` target through the
-    Snakemake workflow, in the current directory, via Snakemake's Python API: the same rules,
-    caching and report as ``snakemake suite_<slug>``. ``cores`` defaults to the suite's
-    ``jobs * threads``. Returns ``True`` when every job succeeded (or the plan was made).
-    Raises :class:`SuiteConfigError` for a bad suite file before Snakemake starts."""
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.enums import RerunTrigger
-    from snakemake.settings.types import (
-        ConfigSettings,
-        DAGSettings,
-        ExecutionSettings,
-        OutputSettings,
-        ResourceSettings,
-    )
-
-    suite = load_suite(suite_path)
-    snakefile = workflow_snakefile()
-    path = str(suite.path.resolve())  # the workflow reads suite paths relative to the repo
-    config = ConfigSettings(
-        configfiles=[snakefile.parent / "config" / "config.yaml"],
-        config={"suites": [path], "smoke_suite": path},
-    )
-    triggers = frozenset(RerunTrigger.parse_choice(t) for t in RERUN_TRIGGERS)
-    with SnakemakeApi(OutputSettings(dryrun=dry_run, show_failed_logs=True)) as api:
-        workflow = api.workflow(
-            resource_settings=ResourceSettings(
-                cores=cores or suite.section.jobs * suite.section.threads
-            ),
-            config_settings=config,
-            snakefile=snakefile,
-            workdir=Path.cwd(),
-        )
-        dag = workflow.dag(DAGSettings(targets={f"suite_{suite.slug}"}, rerun_triggers=triggers))
-        try:
-            dag.execute_workflow(
-                executor="dryrun" if dry_run else "local",
-                execution_settings=ExecutionSettings(keep_going=True),
-            )
-        except Exception as error:  # Snakemake reports failed jobs by raising
-            api.print_exception(error)
-            return False
-    return True

@@ -219,7 +219,7 @@ def check(words: list[str]) -> None:
         check_snakemake(args)
     elif program == "pytest":
         pass  # this very test suite
-    elif program == "ruff" or program == "snakefmt":
+    elif program in ("ruff", "snakefmt", "lint-imports"):
         pass  # linters over the repository
     elif program == "python" and args and args[0].endswith("docs/examples/agent.py"):
         assert Path(args[0]).is_file()

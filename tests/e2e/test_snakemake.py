@@ -196,6 +196,31 @@ def test_lint_finds_only_the_missing_conda_or_container_declaration():
     assert titles == {"Specify a conda environment or container for each rule."}, output
 
 
+def shell_commands(text: str) -> list[str]:
+    """The shell templates of a rule file: the string literals under each ``shell:``."""
+    commands = []
+    for block in re.findall(r"^(\s*)shell:\n((?:\1\s+.*\n?)+)", text, re.MULTILINE):
+        commands.append("".join(re.findall(r"[\"'](.*)[\"']\s*$", block[1], re.MULTILINE)))
+    return commands
+
+
+def test_rules_are_shell_commands_with_quoted_values():
+    """No rule has a `run:` block (a local job would parse the workflow again in a child
+    Snakemake), and every value a shell template interpolates is shell-quoted with `:q`, except
+    numbers that Snakemake or the suite model give (threads, split sizes, seed)."""
+    numeric = {"threads", "params.seed", "params.train", "params.valid", "params.heldout"}
+    files = [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+    commands = []
+    for path in files:
+        text = path.read_text()
+        assert not re.search(r"^\s+run:\s*$", text, re.MULTILINE), f"{path.name} has a run: block"
+        commands += shell_commands(text)
+    assert len(commands) == 3  # data, check_env, run_<suite>
+    for command in commands:
+        for field in re.findall(r"(?<!\{)\{([^{}]+)\}(?!\})", command):
+            assert field.endswith(":q") or field in numeric, f"unquoted {{{field}}} in {command}"
+
+
 def test_workflow_files_are_snakefmt_formatted():
     check = subprocess.run(
         [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules"],

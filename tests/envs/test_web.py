@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from evopolicygym.envs import MissingExtraError, get_env
-from evopolicygym.envs.checks import check_env
 from evopolicygym.envs.web import (
     CHROMIUM_VARIABLE,
     MAX_ACTION_CHARS,
@@ -20,6 +19,7 @@ from evopolicygym.envs.web import (
     find_chromium,
     miniwob_url,
 )
+from evopolicygym.readiness.checks import check_env
 from web_support import WEB_MODULES, needs_web, web_unavailable
 
 CURATED = ["browsergym/miniwob.click-button", "browsergym/miniwob.enter-text"]

@@ -469,3 +469,47 @@ pool.run(job, [EpisodeTask(0, 1, 0), EpisodeTask(1, 2, 1)], record=True, sealed=
     for pid in survivors:
         os.killpg(pid, 9)
     assert not survivors, "workers outlived their judge"
+
+
+RANDOM_AND_GLOBAL_STATE = """
+    import random
+
+    import numpy as np
+
+    STEPS = 0  # module state reset with every episode (one module per instance when sealed)
+
+
+    class Policy:
+        def __init__(self, *args):
+            pass
+
+        def reset(self, i):
+            global STEPS
+            STEPS = 0
+
+        def act(self, obs):
+            global STEPS
+            STEPS += 1
+            draw = random.random() + float(np.random.rand()) + np.random.randint(0, 3)
+            lean = obs[2] + 0.5 * obs[3] > 0
+            return int(lean) if (draw * 10 + STEPS) % 3 < 1 else int(draw * 100) % 2
+"""
+
+
+def test_lock_step_hidden_evaluation_gives_what_one_episode_at_a_time_gives(tmp_path):
+    # Sealed evaluation plays 12 episodes side by side on one worker; each slot has its own
+    # module globals and random streams, so every return equals the train worker's, which
+    # plays them one after the other in one process.
+    cartpole = get_env("gym/cartpole")
+    write_policy(tmp_path / "ck", RANDOM_AND_GLOBAL_STATE)
+    job = job_from_dir(tmp_path / "ck", cartpole, {})
+    tasks = [EpisodeTask(i, 500 + i, i) for i in range(12)]
+    pool = WorkerPool(cartpole.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
+    try:
+        sequential = pool.run(job, tasks, record=False, max_steps=200)
+        side_by_side = pool.run(job, tasks, record=False, sealed=True, max_steps=200)
+    finally:
+        pool.close()
+    assert [r.error for r in side_by_side] == [None] * len(tasks)
+    assert [r.episode_return for r in side_by_side] == [r.episode_return for r in sequential]
+    assert len({r.episode_return for r in sequential}) > 3  # the episodes do differ

@@ -161,24 +161,37 @@ def test_a_daemon_dies_with_its_episode_whatever_session_it_moved_to(arena):
     token = f"{987 + os.getpid() % 1000}.125"
     outcome = arena.attack(
         f"""
-        import os
+        import os, time
+        DAEMONS = []
         class Policy:
             def __init__(self, *args): pass
-            def reset(self, i): pass
+            def reset(self, i): self.i = i
             def act(self, obs):
-                if os.fork() == 0:
-                    os.setsid()
+                if self.i == 0:
+                    reader, writer = os.pipe()
                     if os.fork() == 0:
-                        os.execvp("sleep", ["sleep", "{token}"])
-                    os._exit(0)
-                os.wait()
+                        os.setsid()
+                        daemon = os.fork()
+                        if daemon == 0:
+                            os.execvp("sleep", ["sleep", "{token}"])
+                        os.write(writer, str(daemon).encode())
+                        os._exit(0)
+                    os.wait()
+                    DAEMONS.append(int(os.read(reader, 32)))
+                    return 0
+                try:
+                    os.kill(DAEMONS[0], 0)
+                    print("daemon alive")
+                except ProcessLookupError:
+                    print("daemon gone")
                 return 0
-        """
+        """,
+        episodes=2,
     )
-    assert outcome.status == "ok" and outcome.episodes[0].error is None
-    deadline = time.monotonic() + 5
-    while process_exists(f"sleep\0{token}") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    assert outcome.status == "ok" and [e.error for e in outcome.episodes] == [None, None]
+    # Killed at the end of its episode, before the next one began ...
+    assert outcome.episodes[1].stdout == "daemon gone\n"
+    # ... and nowhere on the machine afterwards.
     assert not process_exists(f"sleep\0{token}"), "the daemon outlived its episode"
     arena.served_normally()
 

@@ -26,6 +26,9 @@ class World(Protocol):
 
     Determinism contract: after ``reset(seed)``, the same sequence of actions yields the same
     observations, rewards and flags, whatever episodes ran on this instance before.
+
+    A world MAY have a boolean attribute ``keep_info``: hidden evaluation sets it to False, and
+    ``step`` may then return an empty ``info`` (nothing is recorded there).
     """
 
     def reset(self, seed: int) -> Any:

@@ -4,6 +4,9 @@ Step cap, in order of preference: the registry's ``max_episode_steps``; else the
 environment enforces itself when it can be read (MiniGrid ``max_steps``, HighwayEnv
 ``duration x policy_frequency``); else :data:`DEFAULT_STEP_CAP`. The chosen source is written
 into ``step_cap_source``, so no cap is ever silent.
+
+This is the runtime half of bulk mode (one id to one spec, for runs and checks); the catalogue
+of every installed id is :func:`evopolicygym.readiness.discover.bulk_ids`.
 """
 
 from __future__ import annotations
@@ -13,10 +16,10 @@ from typing import Any
 
 import gymnasium
 
+from ._ids import BULK_PREFIX, UnknownEnvironmentError
 from ._spec import EnvSpec
 from .families import FAMILIES, NON_ENVIRONMENT_IDS, PLUGINS, family_of, register_plugins
 from .gymnasium_adapter import action_labels, make_env
-from .registry import BULK_PREFIX, UnknownEnvironmentError
 from .spaces import schema_has_image, space_schema
 from .tasktext import template_task
 from .web import MINIWOB_COMMIT, MINIWOB_MAX_STEPS, MINIWOB_STEPS_SOURCE, miniwob_url
@@ -24,7 +27,6 @@ from .web import MINIWOB_COMMIT, MINIWOB_MAX_STEPS, MINIWOB_STEPS_SOURCE, miniwo
 __all__ = [
     "DEFAULT_STEP_CAP",
     "MINIWOB_COMMIT",
-    "bulk_ids",
     "bulk_spec",
     "env_step_limit",
     "miniwob_url",
@@ -38,16 +40,6 @@ DEFAULT_STEP_CAP = 1000
 def registered_plugins() -> dict[str, str | None]:
     """:func:`~evopolicygym.envs.families.register_plugins`, once per process."""
     return register_plugins()
-
-
-def bulk_ids() -> list[str]:
-    """``gymnasium/<id>`` for every environment in the installed registry, sorted."""
-    registered_plugins()
-    return sorted(
-        BULK_PREFIX + upstream
-        for upstream in gymnasium.registry
-        if upstream not in NON_ENVIRONMENT_IDS
-    )
 
 
 def env_step_limit(env: gymnasium.Env) -> tuple[int, str] | None:

@@ -82,6 +82,8 @@ class GymnasiumWorld:
         self._recreate = spec.recreate_per_episode
         self._env = env if env is not None else make_env(spec)
         self._coerce = action_coercer(self._env.action_space)
+        # False: ``step`` leaves ``info`` empty (hidden evaluation records nothing).
+        self.keep_info = True
         self._done = True
         self._last_obs: Any = None
 
@@ -106,7 +108,7 @@ class GymnasiumWorld:
             return Turn(self._last_obs, 0.0, True, False, {"already_done": True})
         coerced, invalid = self._coerce(action)
         obs, reward, terminated, truncated, raw_info = self._env.step(coerced)
-        info = to_jsonsafe(raw_info) if raw_info else {}
+        info = to_jsonsafe(raw_info) if raw_info and self.keep_info else {}
         if not isinstance(info, dict):
             info = {"gym_info": info}
         if invalid:

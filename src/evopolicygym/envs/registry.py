@@ -8,17 +8,20 @@ import os
 from functools import cache
 from pathlib import Path
 
+from ._ids import BULK_PREFIX, UnknownEnvironmentError
 from ._spec import EnvSpec
 
+__all__ = [
+    "BULK_PREFIX",
+    "ENVSPECS_VARIABLE",
+    "Registry",
+    "UnknownEnvironmentError",
+    "default_registry",
+    "envspecs_root",
+    "get_env",
+]
+
 ENVSPECS_VARIABLE = "EVOPOLICYGYM_ENVSPECS"
-BULK_PREFIX = "gymnasium/"
-
-
-class UnknownEnvironmentError(KeyError):
-    """The id is neither curated nor (with bulk) a registered Gymnasium id."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 def envspecs_root() -> Path:
@@ -75,6 +78,8 @@ class Registry:
                     f"{env_id!r} is not a curated environment; pass --bulk (or bulk = true) to "
                     "run any installed Gymnasium id"
                 )
+            # Deferred for start-up speed, not for a cycle: bulk specs load gymnasium and every
+            # adapter, which reading curated specs (each Snakemake parse, `--help`) never needs.
             from .bulk import bulk_spec
 
             return bulk_spec(env_id.removeprefix(BULK_PREFIX))

@@ -9,6 +9,7 @@ step, so the common cases (an in-range ``int`` for ``Discrete``, a correctly sha
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -164,16 +165,14 @@ def _array_coercer(
     fallback = np.clip(np.zeros(shape, dtype=dtype), low, high).astype(dtype)
     # Fast path for the usual action, a short in-range list of floats: plain Python
     # comparisons cost less than numpy calls on a few elements (NaN fails them).
-    bounds = (
-        list(zip(low.tolist(), high.tolist(), strict=True))
-        if len(shape) == 1 and not integer
-        else None
-    )
+    flat = len(shape) == 1 and not integer
+    lows, highs = (low.tolist(), high.tolist()) if flat else ([], [])
+    size = len(lows)
 
     def coerce(value: Any) -> tuple[Any, bool]:
-        if bounds is not None and type(value) is list and len(value) == len(bounds):
-            try:
-                if all(lo <= x <= hi for x, (lo, hi) in zip(value, bounds, strict=True)):
+        if flat and type(value) is list and len(value) == size:
+            try:  # all in C: NaN and non-numbers fail the comparisons
+                if all(map(operator.le, lows, value)) and all(map(operator.le, value, highs)):
                     return np.array(value, dtype=dtype), False
             except TypeError:
                 pass

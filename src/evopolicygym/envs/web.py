@@ -56,6 +56,7 @@ from gymnasium import spaces
 
 from ._contract import SpaceSchemas, Turn
 from ._spec import EnvSpec, MissingExtraError
+from .gymnasium_adapter import make_env
 from .jsonsafe import to_jsonsafe
 from .spaces import space_schema
 
@@ -490,8 +491,6 @@ class WebWorld:
 def _make_env(spec: EnvSpec) -> Any:
     """``gymnasium.make`` of the BrowserGym id with the MiniWoB base URL and the action set."""
     from browsergym.core.action.highlevel import HighLevelActionSet
-
-    from .gymnasium_adapter import make_env
 
     kwargs = dict(spec.kwargs)
     task_kwargs = dict(kwargs.get("task_kwargs") or {})

@@ -70,6 +70,8 @@ def snapshot(system: Path, target: Path) -> None:
         raise ValueError(f"system/ holds {total} bytes; the limit is {MAX_SNAPSHOT_BYTES}")
     temporary = target.with_name(f".{target.name}.tmp")
     shutil.rmtree(temporary, ignore_errors=True)
+    # A target without a journaled submit is what a machine crash left: it is redone.
+    shutil.rmtree(target, ignore_errors=True)
     if system.exists():
         shutil.copytree(
             system, temporary, symlinks=True, ignore=shutil.ignore_patterns(*IGNORED_DIRS)

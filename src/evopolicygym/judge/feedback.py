@@ -7,7 +7,10 @@ import shutil
 import statistics
 from pathlib import Path
 
-from evopolicygym.protocol import ErrorLine, SubmitSummary
+import orjson
+
+from evopolicygym.envs.jsonsafe import to_jsonsafe
+from evopolicygym.protocol import ErrorLine, Steps, SubmitSummary
 from evopolicygym.rollout import EpisodeResult
 
 from .ledger import fsync_directory, submit_dirname, utc_now
@@ -29,6 +32,41 @@ def episode_statistics(results: list[EpisodeResult]) -> dict:
         "errors": [i for i, r in enumerate(results) if r.error is not None],
         "timeouts": [i for i, r in enumerate(results) if r.timed_out],
     }
+
+
+def trajectory_jsonl(steps: Steps | None) -> bytes:
+    """``trajectory.jsonl``: one row per step (``t``, ``obs``, ``action``, ``reward``,
+    ``terminated``, ``truncated``, ``info``); ``obs`` is null when stored in a file. Actions are
+    what the policy returned, made JSON-safe only where JSON cannot hold them as they are."""
+    if steps is None or not steps.actions:
+        return b""
+    column = steps.obs or [None] * len(steps.actions)
+    lines = []
+    for t, (obs, action, reward, terminated, truncated, info) in enumerate(
+        zip(
+            column,
+            steps.actions,
+            steps.rewards,
+            steps.terminated,
+            steps.truncated,
+            steps.infos,
+            strict=True,
+        )
+    ):
+        row = {
+            "t": t,
+            "obs": obs,
+            "action": action,
+            "reward": reward,
+            "terminated": terminated,
+            "truncated": truncated,
+            "info": info,
+        }
+        try:
+            lines.append(orjson.dumps(row))
+        except TypeError:
+            lines.append(orjson.dumps(to_jsonsafe(row)))
+    return b"\n".join(lines) + b"\n"
 
 
 def episode_error_line(local: int, result: EpisodeResult) -> ErrorLine:
@@ -67,7 +105,7 @@ class FeedbackDraft:
         number = self.first_global + local
         directory = self.temporary / "episodes" / f"ep_{number:0{self.episode_width}d}"
         directory.mkdir(parents=True)
-        (directory / "trajectory.jsonl").write_bytes(result.trajectory)
+        (directory / "trajectory.jsonl").write_bytes(trajectory_jsonl(result.steps))
         (directory / "stdout.txt").write_text(result.stdout)
         (directory / "stderr.txt").write_text(result.stderr)
         if result.error is not None:
@@ -76,7 +114,7 @@ class FeedbackDraft:
             (directory / "error.txt").write_text(line.model_dump_json() + "\n")
         if result.obs_format and result.observations:
             (directory / f"observations.{result.obs_format}").write_bytes(result.observations)
-        result.trajectory = result.observations = b""
+        result.steps, result.observations = None, b""
 
     def commit(self, summary: SubmitSummary, errors: list[ErrorLine]) -> Path:
         errors = errors + [self.episode_errors[i] for i in sorted(self.episode_errors)]
@@ -84,7 +122,9 @@ class FeedbackDraft:
         if errors:
             lines = "".join(e.model_dump_json() + "\n" for e in errors)
             (self.temporary / "errors.txt").write_text(lines)
-        fsync_directory(self.temporary)
+        # One directory fsync: the rename must be on disk before the journal charges the
+        # submit; the files inside need not be (after a machine crash the submit is redone).
+        shutil.rmtree(self.final, ignore_errors=True)  # what such a crash may have left
         self.temporary.replace(self.final)
         fsync_directory(self.root)
         return self.final

@@ -3,7 +3,7 @@
 
 The key (32 random bytes in ``.judge/key``, mode 0600) never leaves the judge: no worker or
 agent is given a path to it, and at the ``namespaced`` level no policy can see the run directory
-at all. Anyone with the key can check a run with :func:`verify_run`
+at all. Anyone with the key can check a run with :func:`~evopolicygym.judge.verify.verify_run`
 (``evopolicygym verify RUN_DIR``).
 """
 
@@ -14,7 +14,6 @@ import hmac
 import json
 import os
 import secrets
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -98,72 +97,3 @@ def _content(path: str) -> bytes:
             return hashlib.sha256(handle.read()).digest()
     except OSError:
         return b"missing"
-
-
-# -- checking a whole run ------------------------------------------------------------------------
-
-
-def verify_run(root: Path) -> list[tuple[bool, str]]:
-    """Re-check a run directory: the journal's chain, every ok checkpoint against the hash
-    journaled at its submit, ``run.json``'s seal, and that its score is the mean of its
-    journaled held-out returns. Returns ``(passed, description)`` per check."""
-    from .checkpoint import files_hash, read_files
-    from .ledger import JournalCorrupt, Ledger, submit_dirname
-
-    checks: list[tuple[bool, str]] = []
-    private = root / ".judge"
-    try:
-        key = load_key(private, create=False)
-        ledger = Ledger.replay(private / "journal.jsonl", key)
-    except (IntegrityError, JournalCorrupt, FileNotFoundError) as exc:
-        return [(False, f"journal: {exc}")]
-    checks.append((True, f"journal: {ledger.lines} records, HMAC chain intact"))
-    for submit in ledger.ok_submits():
-        directory = root / "checkpoints" / submit_dirname(submit.index)
-        if not directory.is_dir():
-            checks.append((False, f"checkpoint {submit.index}: {directory} is missing"))
-            continue
-        actual = files_hash(read_files(directory))
-        if submit.tree_hash and hmac.compare_digest(actual, submit.tree_hash):
-            checks.append((True, f"checkpoint {submit.index}: content matches its submit"))
-        else:
-            checks.append(
-                (
-                    False,
-                    f"checkpoint {submit.index}: content {actual} != journaled {submit.tree_hash}",
-                )
-            )
-    run_json = root / "run.json"
-    if not run_json.exists():
-        checks.append((True, "run.json: not written yet (the run is not finished)"))
-        return checks
-    record = json.loads(run_json.read_text())
-    if not seal_matches(key, record):
-        checks.append(
-            (False, "run.json: its seal does not match: it was edited after the judge wrote it")
-        )
-        return checks
-    checks.append((True, "run.json: seal intact"))
-    head = (record.get("integrity") or {}).get("journal_mac")
-    if head not in ledger.macs:
-        checks.append((False, "run.json: written after a journal state that does not exist"))
-    outcome = record.get("outcome") or {}
-    heldout = ledger.heldout
-    if outcome.get("status") == "completed":
-        returns = outcome.get("heldout_returns") or []
-        agrees = (
-            heldout is not None
-            and heldout.index == outcome.get("best_submit_index")
-            and heldout.returns == returns
-            and returns
-            and outcome.get("final_score") == statistics.fmean(returns)
-        )
-        checks.append(
-            (
-                bool(agrees),
-                "score: final_score is the mean of the journaled held-out returns"
-                if agrees
-                else "score: final_score does not match the journaled held-out evaluation",
-            )
-        )
-    return checks

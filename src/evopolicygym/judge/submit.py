@@ -48,7 +48,7 @@ class SubmitPipeline:
         started, clock = utc_now(), time.monotonic()
         index = self.ledger.next_index
         reject = self._reject_reason(ids)
-        self.ledger.append(SubmitBegin(index=index, n_episodes=len(ids)))
+        self.ledger.append(SubmitBegin(index=index, n_episodes=len(ids)), durable=False)
         self.events(
             "submit.start",
             submit_index=index,

@@ -171,9 +171,21 @@ class EpisodeError(msgspec.Struct, forbid_unknown_fields=True):
     step_index: int | None = None
 
 
+class Steps(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """The steps of a recorded episode, column by column (the judge writes them as the rows of
+    ``trajectory.jsonl``): ``obs`` is empty when the observations are stored in a file."""
+
+    obs: list[Any]
+    actions: list[Any]
+    rewards: list[float]
+    terminated: list[bool]
+    truncated: list[bool]
+    infos: list[dict[str, Any]]
+
+
 class EpisodeDone(_Message, tag="episode_done"):
-    """One finished (or failed) episode. ``trajectory`` holds ``trajectory.jsonl`` bytes and
-    ``observations`` the ``.npy``/``.npz`` bytes (``obs_format``) when it was recorded."""
+    """One finished (or failed) episode. ``steps`` are its recorded steps and ``observations``
+    the ``.npy``/``.npz`` bytes (``obs_format``) when it was recorded."""
 
     index: int
     episode_return: float
@@ -182,7 +194,7 @@ class EpisodeDone(_Message, tag="episode_done"):
     stdout: str = ""
     stderr: str = ""
     obs_format: str | None = None
-    trajectory: bytes = b""
+    steps: Steps | None = None
     observations: bytes = b""
 
     @property

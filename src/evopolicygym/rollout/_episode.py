@@ -135,7 +135,7 @@ def play_episode(
         stderr=err.value(),
     )
     if recorder is not None:
-        done.trajectory, done.observations, done.obs_format = recorder.finish()
+        done.steps, done.observations, done.obs_format = recorder.finish()
     return done
 
 

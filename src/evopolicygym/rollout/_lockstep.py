@@ -20,7 +20,6 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from evopolicygym.envs import World
@@ -70,7 +69,7 @@ class Zygote:
         while True:
             reply = self.channel.recv(time.monotonic() + 30)
             if isinstance(reply, PolicyForked):
-                return reply.pid, Channel(ours, PolicyReply)
+                return reply.pid, Channel(ours, PolicyReply, carries_fds=False)
             self.ended[reply.pid] = reply.status
 
     def status(self, pid: int, timeout: float = 5.0) -> int | None:
@@ -164,14 +163,20 @@ class SealedPolicy:
         return status
 
 
-@dataclass
 class _Running:
-    task: Task
-    world: World
-    obs: Any
-    deadline: float
-    total: float = 0.0
-    steps: int = 0
+    """One slot's episode in progress (the world's methods bound once: called every step)."""
+
+    __slots__ = ("deadline", "obs", "observe", "step", "steps", "task", "total", "world")
+
+    def __init__(self, task: Task, world: World, obs: Any, deadline: float):
+        self.task = task
+        self.world = world
+        self.observe = world.observe
+        self.step = world.step
+        self.obs = obs
+        self.deadline = deadline
+        self.total = 0.0
+        self.steps = 0
 
 
 class LockstepRunner:
@@ -216,7 +221,10 @@ class LockstepRunner:
             self.policy = None
             return reply
         while len(self.worlds) < reply.instances:
-            self.worlds.append(self.make_world())
+            world = self.make_world()
+            if hasattr(world, "keep_info"):
+                world.keep_info = False  # nothing is recorded in hidden evaluation
+            self.worlds.append(world)
         return reply.instances
 
     def _share_a_core(self) -> None:
@@ -240,6 +248,7 @@ class LockstepRunner:
     def run(self, request: RunEpisodes, send: Callable[[EpisodeDone], None]) -> None:
         limits = self.limits
         act_limit, wall_limit = limits["act_timeout_s"], limits["rollout_wall_s"]
+        max_steps = request.max_steps
         queue = deque(request.tasks)
         running: dict[int, _Running] = {}
         fresh: set[int] = set()
@@ -287,18 +296,15 @@ class LockstepRunner:
             if not running:
                 continue
             now = time.monotonic()
-            limit = {
-                slot: max(0.0, min(act_limit, state.deadline - now))
-                for slot, state in running.items()
-            }
-            resets = [
-                (slot, running[slot].task.episode_index, limit[slot]) for slot in sorted(fresh)
-            ]
-            acts = [
-                (slot, state.world.observe(state.obs), limit[slot])
-                for slot, state in running.items()
-            ]
-            budget = sum(seconds for *_, seconds in resets) + sum(seconds for *_, seconds in acts)
+            resets: list[tuple[int, int, float]] = []
+            acts: list[tuple[int, Any, float]] = []
+            for slot, state in running.items():
+                left = state.deadline - now
+                seconds = act_limit if left >= act_limit else max(left, 0.0)
+                if slot in fresh:
+                    resets.append((slot, state.task.episode_index, seconds))
+                acts.append((slot, state.observe(state.obs), seconds))
+            budget = (len(resets) + len(acts)) * act_limit
             try:
                 acted = policy.step(Step(resets, acts), now + budget + GRACE_S)
             except PolicyGone as gone:
@@ -306,47 +312,37 @@ class LockstepRunner:
                 fresh.clear()
                 continue
             fresh.clear()
-            failed = {}
-            for error in acted.errors:
-                failed[error.slot] = error
+            failed = {error.slot: error for error in acted.errors} if acted.errors else None
+            now = time.monotonic()
             for (slot, _obs, _seconds), action in zip(acts, acted.actions, strict=True):
                 state = running[slot]
-                if slot in failed:
+                if failed is not None and slot in failed:
                     error = failed[slot]
-                    kind = error.category
-                    message = error.message
+                    kind, message = error.category, error.message
                     if kind is EpisodeErrorKind.ACT_TIMEOUT:
-                        if time.monotonic() >= state.deadline - 1e-3:
+                        if now >= state.deadline - 1e-3:
                             kind = EpisodeErrorKind.EPISODE_TIMEOUT
                         message = timeout_error(kind, error.call, limits)
                     finish(slot, EpisodeError(kind, message, error.traceback, state.steps))
                     policy.sweep()
                     continue
                 try:
-                    turn = state.world.step(action)
+                    obs, reward, terminated, truncated, _info = state.step(action)
                 except Exception as exc:
-                    finish(
-                        slot,
-                        EpisodeError(
-                            EpisodeErrorKind.ENV_ERROR,
-                            f"{type(exc).__name__}: {exc}",
-                            None,
-                            state.steps,
-                        ),
-                    )
+                    message = f"{type(exc).__name__}: {exc}"
+                    error = EpisodeError(EpisodeErrorKind.ENV_ERROR, message, None, state.steps)
+                    finish(slot, error)
                     continue
-                state.total += turn.reward
-                state.steps += 1
-                state.obs = turn.obs
-                if turn.terminated or turn.truncated or state.steps >= request.max_steps:
+                state.total += reward
+                state.steps = steps = state.steps + 1
+                state.obs = obs
+                if terminated or truncated or steps >= max_steps:
                     finish(slot, None)
                     policy.sweep()
-                elif time.monotonic() >= state.deadline:
+                elif now >= state.deadline:
                     message = timeout_error(EpisodeErrorKind.EPISODE_TIMEOUT, "act", limits)
-                    finish(
-                        slot,
-                        EpisodeError(EpisodeErrorKind.EPISODE_TIMEOUT, message, None, state.steps),
-                    )
+                    error = EpisodeError(EpisodeErrorKind.EPISODE_TIMEOUT, message, None, steps)
+                    finish(slot, error)
                     policy.sweep()
 
     def _recover(

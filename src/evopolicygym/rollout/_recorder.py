@@ -1,8 +1,7 @@
-"""Recording one train episode: the steps of ``trajectory.jsonl``, and the observation stack that
-goes to ``observations.npy``/``.npz`` when it is large (reference §2.6).
-
-Steps are recorded column by column (a list append per field and step); rows are assembled and
-serialized once, when the episode ends.
+"""Recording one train episode: its steps, column by column (a list append per field and step),
+and the observation stack that goes to ``observations.npy``/``.npz`` when it is large
+(reference §2.6). The judge, not the worker, turns the columns into ``trajectory.jsonl`` rows:
+that work then runs beside the next episode instead of delaying it.
 """
 
 from __future__ import annotations
@@ -11,9 +10,8 @@ import io
 from typing import Any
 
 import numpy as np
-import orjson
 
-from evopolicygym.envs.jsonsafe import to_jsonsafe
+from evopolicygym.protocol import Steps
 
 # Observations of one episode stay inline in trajectory.jsonl up to this many bytes.
 EXTERNALIZE_BYTES = 4096
@@ -57,44 +55,21 @@ class EpisodeRecorder:
     def __len__(self) -> int:
         return len(self.actions)
 
-    def finish(self) -> tuple[bytes, bytes, str | None]:
-        """``(trajectory.jsonl bytes, observation file bytes, "npy" | "npz" | None)``."""
+    def finish(self) -> tuple[Steps, bytes, str | None]:
+        """``(steps, observation file bytes, "npy" | "npz" | None)``."""
         observations, obs_format = externalize(
             self.raw, always=self.obs_external, compress_images=self.compress_images
         )
         if observations is not None:
-            column: list[Any] = [None] * len(self)
+            column: list[Any] = []
         elif self.keep_visible:
             column = self.visible
         else:  # large but not stackable (ragged): inline after all
             column = [self.observe(raw) for raw in self.raw]
-        lines = []
-        for t, (obs, action, reward, terminated, truncated, info) in enumerate(
-            zip(
-                column,
-                self.actions,
-                self.rewards,
-                self.terminated,
-                self.truncated,
-                self.infos,
-                strict=True,
-            )
-        ):
-            row = {
-                "t": t,
-                "obs": obs,
-                "action": action,
-                "reward": reward,
-                "terminated": terminated,
-                "truncated": truncated,
-                "info": info,
-            }
-            try:
-                lines.append(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY))
-            except TypeError:  # the policy's raw action is not JSON-ready
-                lines.append(orjson.dumps(to_jsonsafe(row)))
-        trajectory = b"\n".join(lines) + b"\n" if lines else b""
-        return trajectory, observations or b"", obs_format
+        steps = Steps(
+            column, self.actions, self.rewards, self.terminated, self.truncated, self.infos
+        )
+        return steps, observations or b"", obs_format
 
 
 def _nbytes(obs: Any) -> int:

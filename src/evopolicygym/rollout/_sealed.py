@@ -21,6 +21,7 @@ import struct
 import sys
 import tempfile
 import time
+from math import isfinite
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,11 @@ def _answer(
     system: Path,
 ) -> None:
     """Answer lock-step requests until the worker closes the channel."""
-    pack = MARKER.pack_into
+    running = memoryview(marker).cast("i")  # what MARKER packs: the slot being called
+    current = randomness.current
+    acts = [instance.act for instance in instances]
+    clock = time.monotonic
+    safe = to_jsonsafe
     while True:
         try:
             step = channel.recv()
@@ -150,8 +155,7 @@ def _answer(
         errors: list[SlotError] = []
         failed: set[int] = set()
         for slot, episode_index, seconds in step.resets:
-            pack(marker, 0, slot)
-            randomness.select(slot)
+            running[0] = current[0] = slot
             randomness.seed(slot, episode_index)
             error = _call(watchdog, seconds, instances[slot].reset, episode_index, system)
             if error is not None:
@@ -159,22 +163,27 @@ def _answer(
                 errors.append(_slot_error(slot, "reset", error, EpisodeErrorKind.RESET_ERROR))
         actions: list[Any] = []
         for slot, obs, seconds in step.acts:
-            action = None
-            if slot not in failed:
-                pack(marker, 0, slot)
-                randomness.select(slot)
-                watchdog.deadline = time.monotonic() + seconds
-                try:
-                    action = to_jsonsafe(instances[slot].act(obs))
-                except BaseException as exc:
-                    watchdog.deadline = math.inf
-                    errors.append(
-                        _slot_error(slot, "act", _classify(exc, system), EpisodeErrorKind.ACT_ERROR)
-                    )
-                finally:
-                    watchdog.deadline = math.inf
-            actions.append(action)
-        pack(marker, 0, -1)
+            if slot in failed:
+                actions.append(None)
+                continue
+            running[0] = current[0] = slot
+            watchdog.deadline = clock() + seconds
+            try:
+                action = acts[slot](obs)
+            except BaseException as exc:
+                watchdog.deadline = math.inf
+                action = None
+                failure = _classify(exc, system)
+                errors.append(_slot_error(slot, "act", failure, EpisodeErrorKind.ACT_ERROR))
+            watchdog.deadline = math.inf
+            kind = type(action)
+            if kind is int or (
+                kind is list and all(map(_is_float, action)) and isfinite(sum(action))
+            ):
+                actions.append(action)  # already what to_jsonsafe would make of it
+            else:
+                actions.append(safe(action))
+        running[0] = -1
         channel.send(Acted(actions, errors))
 
 
@@ -208,6 +217,10 @@ def _slot_error(
 ) -> SlotError:
     kind, message, text = error
     return SlotError(slot, call, kind or default, message, text)
+
+
+def _is_float(value: Any) -> bool:
+    return type(value) is float
 
 
 # -- the zygote -----------------------------------------------------------------------------------
@@ -247,7 +260,7 @@ def run_zygote(channel: Channel, marker: mmap.mmap, config: WorkerConfig, worker
             _become_policy_process(fd, zygote)
             status = 1
             try:
-                policy_channel = Channel(socket.socket(fileno=3), Step)
+                policy_channel = Channel(socket.socket(fileno=3), Step, carries_fds=False)
                 run_policy_process(policy_channel, marker, request.load, request.slots, config)
                 status = 0
             except BaseException:

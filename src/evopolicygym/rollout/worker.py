@@ -28,6 +28,7 @@ from pathlib import Path
 import msgspec
 
 from evopolicygym.envs import EnvSpec
+from evopolicygym.envs.jsonsafe import to_jsonsafe
 from evopolicygym.protocol import (
     ForkPolicy,
     Load,
@@ -60,7 +61,7 @@ from ._sealed import MARKER, run_zygote
 def serve(fd: int, argument: bytes) -> int:
     """Run a worker on channel ``fd`` with the msgpack-encoded :class:`WorkerConfig`."""
     config = msgspec.msgpack.decode(argument, type=WorkerConfig)
-    channel = Channel.from_fd(fd, WorkerRequest)
+    channel = Channel.from_fd(fd, WorkerRequest, enc_hook=to_jsonsafe)
     become_subreaper()
     if config.sealed:
         return _serve_sealed(channel, config)

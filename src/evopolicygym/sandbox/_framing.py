@@ -40,9 +40,20 @@ class Channel:
     Not thread-safe: one thread sends, and one thread receives, at a time.
     """
 
-    def __init__(self, sock: socket.socket, incoming: Any, *, max_bytes: int = DEFAULT_MAX_BYTES):
+    def __init__(
+        self,
+        sock: socket.socket,
+        incoming: Any,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        carries_fds: bool = True,
+        enc_hook: Any = None,
+    ):
         self.sock = sock
         self.max_bytes = max_bytes
+        # enc_hook: turns values MessagePack cannot hold (a policy's NumPy action) into ones it can.
+        self._encoder = msgspec.msgpack.Encoder(enc_hook=enc_hook) if enc_hook else _ENCODER
+        self.carries_fds = carries_fds  # False: plain reads (per-step channels never pass fds)
         self._decoder = msgspec.msgpack.Decoder(incoming)
         self._buffer = bytearray()
         self._fds: deque[int] = deque()
@@ -65,7 +76,7 @@ class Channel:
 
     def send(self, message: Any, fds: list[int] | tuple[int, ...] = ()) -> None:
         """Send one message (and ``fds`` with it). Raises ``OSError`` when the peer is gone."""
-        body = _ENCODER.encode(message)
+        body = self._encoder.encode(message)
         frame = _LENGTH.pack(len(body)) + body
         if fds:
             sent = socket.send_fds(self.sock, [frame], list(fds))
@@ -122,6 +133,15 @@ class Channel:
 
     def _fill(self) -> None:
         want = max(1 << 16, min(self._missing(), 1 << 24))
+        if not self.carries_fds:
+            try:
+                data = self.sock.recv(want)
+            except ConnectionResetError:
+                data = b""
+            if not data:
+                raise FrameError("the peer closed the channel")
+            self._buffer += data
+            return
         fds = array.array("i")
         try:
             data, ancillary, _flags, _addr = self.sock.recvmsg(

@@ -99,6 +99,8 @@ def policy_paths(scratch: Path) -> tuple[list[Path], list[Path]]:
     # This process's import path: a host started in its scratch directory, so nothing else.
     readable |= {Path(entry) for entry in sys.path if entry and os.path.isabs(entry)}
     readable |= {Path(path) for path in _SYSTEM_READABLE}
+    # Its own /proc entry only: the worker lists its children there to sweep them.
+    readable.add(Path(f"/proc/{os.getpid()}"))
     writable = [scratch, *(Path(path) for path in _DEVICES_WRITABLE)]
     return sorted(readable), writable
 

@@ -33,16 +33,29 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, get_args
 
+import gymnasium
 from pydantic import BaseModel, Field
 
-from ._contract import SpaceSchemas, World
-from ._spec import Calibration, EnvSpec, Level
-from .families import FAMILIES
-from .registry import BULK_PREFIX, default_registry, get_env
-from .spaces import conformance_problems, schema_has_image
-from .tasktext import missing_sections, sections
+from evopolicygym.envs import (
+    BULK_PREFIX,
+    Calibration,
+    EnvSpec,
+    Level,
+    SpaceSchemas,
+    World,
+    default_registry,
+    get_env,
+)
+from evopolicygym.envs.bulk import registered_plugins
+from evopolicygym.envs.families import FAMILIES, family_of
+from evopolicygym.envs.spaces import conformance_problems, schema_has_image
+from evopolicygym.envs.tasktext import missing_sections, sections
+
+from .calibration import calibrate
+from .discover import bulk_ids
 
 __all__ = [
     "CHECKS",
@@ -278,7 +291,7 @@ def random_anchor(ctx: Context) -> str:
     anchors = ctx.spec.anchors
     if anchors.random is None:
         raise CheckFailed(
-            "no random anchor: measure it with `python -m evopolicygym.envs.anchors --env "
+            "no random anchor: measure it with `python -m evopolicygym.readiness.anchors --env "
             f"{ctx.spec.id}` and record it under [anchors]"
         )
     if not anchors.random_source.strip():
@@ -299,8 +312,6 @@ def expert_beats_random(ctx: Context) -> str:
 
 def calibrated(ctx: Context) -> str:
     if ctx.live:
-        from evopolicygym.calibration import calibrate
-
         ctx.calibration = calibrate(ctx.spec)
     elif ctx.spec.calibration is None:
         raise CheckFailed(
@@ -411,11 +422,6 @@ def check_env(
 
 def _catalogued(env_id: str) -> EnvCheck:
     """An L0 row for a discovered id: registered upstream, not built."""
-    import gymnasium
-
-    from .bulk import registered_plugins
-    from .families import FAMILIES, family_of
-
     registered_plugins()
     upstream = env_id.removeprefix(BULK_PREFIX)
     if upstream not in gymnasium.registry:
@@ -472,8 +478,6 @@ def select_targets(
         if LEVELS.index(spec.level) >= threshold
     ]
     if bulk or discover:
-        from .bulk import bulk_ids
-
         curated_upstreams = {BULK_PREFIX + (spec.upstream or "") for spec in registry.specs()}
         extra_level: Level = "L1" if bulk else "L0"
         if LEVELS.index(extra_level) >= threshold:
@@ -615,8 +619,6 @@ def check_envs_command(
         progress=lambda line: sys.stderr.write(line + "\n"),
     )
     if output:
-        from pathlib import Path
-
         Path(output).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     summary = {k: v for k, v in report.model_dump().items() if k != "envs"}
     summary["failed_envs"] = [row.env for row in report.envs if not row.ok]

@@ -3,10 +3,11 @@
 The random policy plays ``World.sample()`` every step: the action space is seeded with the case
 seed + 1 at reset, so every episode is reproducible. Episodes stop at termination, truncation,
 or the envspec's step cap, exactly as the judge runs them. The anchor stored in an envspec is the
-mean return on the seed-0 validation pool (64 cases); for Core-16 the held-out pool (256 cases)
-is also measured to compare with the published random column.
+mean return on the validation pool of the published split
+(:data:`~evopolicygym.cases.PUBLISHED_SPLIT`, master seed 0); for Core-16 the held-out pool is
+also measured to compare with the published random column.
 
-Usage: ``python -m evopolicygym.envs.anchors --env gym/acrobot --pool valid [--episodes N]``
+Usage: ``python -m evopolicygym.readiness.anchors --env gym/acrobot --pool valid [--episodes N]``
 prints one JSON object (pydantic :class:`AnchorMeasurement`).
 """
 
@@ -21,9 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ..cases import generate_splits
-from ._spec import EnvSpec
-from .registry import get_env
+from evopolicygym.cases import PUBLISHED_SPLIT, generate_splits
+from evopolicygym.envs import EnvSpec, get_env
 
 __all__ = ["AnchorMeasurement", "measure_random", "pool_seeds", "random_episode_return"]
 
@@ -44,8 +44,8 @@ class AnchorMeasurement(BaseModel):
 
 
 def pool_seeds(pool: Pool, *, master_seed: int = 0) -> list[int]:
-    """Seeds of the published split (train 1024, valid 64, held-out 256) for ``pool``."""
-    splits = generate_splits(master_seed, 1024, 64, 256)
+    """Seeds of ``pool`` in the published split (:data:`~evopolicygym.cases.PUBLISHED_SPLIT`)."""
+    splits = generate_splits(master_seed, *PUBLISHED_SPLIT)
     return splits.valid if pool == "valid" else splits.heldout
 
 
@@ -92,7 +92,7 @@ def measure_random(spec: EnvSpec, pool: Pool, episodes: int | None = None) -> An
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m evopolicygym.envs.anchors",
+        prog="python -m evopolicygym.readiness.anchors",
         description="Measure the uniform random policy's mean return on a seed-0 pool.",
     )
     parser.add_argument("--env", required=True, help="environment id, e.g. gym/acrobot")

@@ -4,7 +4,14 @@ import sys
 
 import pytest
 
-from evopolicygym.envs.discover import discover, discovery_markdown
+from evopolicygym.readiness.discover import bulk_ids, discover, discovery_markdown
+
+
+def test_bulk_ids_cover_the_installed_registry_except_adapters():
+    ids = bulk_ids()
+    assert "gymnasium/CartPole-v1" in ids
+    assert "gymnasium/GymV26Environment-v0" not in ids
+    assert ids == sorted(ids)
 
 
 def test_discover_groups_the_registry_and_marks_curated_ids():

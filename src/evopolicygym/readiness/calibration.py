@@ -13,14 +13,15 @@ finalize replays every checkpoint on the validation pool.
 
 ``evopolicygym calibrate --env gym/cartpole --record`` measures one environment and writes the
 result into its envspec's ``[calibration]`` table; ``check-envs --calibrate`` measures live
-instead of reading the recorded numbers.
+instead of reading the recorded numbers. ``python -m evopolicygym.readiness.calibration
+--markdown docs/envs/calibration.md`` regenerates the table of recorded calibrations.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import math
-import re
 import statistics
 import sys
 import tempfile
@@ -29,10 +30,13 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from evopolicygym.envs import Calibration, EnvSpec
-from evopolicygym.envs.anchors import random_episode_return
+import tomlkit
+
+from evopolicygym.envs import Calibration, EnvSpec, default_registry
 from evopolicygym.protocol import AgentSection, RunConfig, RunSection
 from evopolicygym.runs import Progress, run_from_config, run_splits, stderr_progress
+
+from .anchors import random_episode_return
 
 __all__ = [
     "CalibrationError",
@@ -147,44 +151,38 @@ def calibrate(
     )
 
 
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return repr(value)
+def _toml_value(value: object) -> object:
     if isinstance(value, float):
-        return repr(float(f"{value:.6g}"))  # six significant digits are plenty for a reader
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
+        return float(f"{value:.6g}")  # six significant digits are plenty for a reader
+    return value
 
 
 def record_calibration(spec: EnvSpec, calibration: Calibration) -> str:
     """Write ``calibration`` into the envspec file as its ``[calibration]`` table (replacing an
-    earlier one), and raise a declared L3 to L4 when it improved. Returns what changed."""
+    earlier one where it stands), and raise a declared L3 to L4 when it improved. The rest of
+    the file, comments included, is kept as it was. Returns what changed."""
     if not spec.source:
         raise ValueError(f"{spec.id} has no envspec file to record into (a bulk id?)")
     path = Path(spec.source)
-    text = path.read_text(encoding="utf-8")
-    table = "[calibration]\n" + "".join(
-        f"{key} = {_toml_value(value)}\n" for key, value in calibration.model_dump().items()
-    )
-    # The table is kept last in the file: it runs from its header to the end.
-    head, _, earlier = text.partition("\n[calibration]\n")
-    if re.search(r"^\[", earlier, flags=re.MULTILINE):
-        raise ValueError(f"{path}: move [calibration] to the end of the file to re-record it")
-    text = head.rstrip("\n") + "\n\n" + table
+    document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    table = tomlkit.table()
+    for key, value in calibration.model_dump().items():
+        table.add(key, _toml_value(value))
+    if "calibration" in document:
+        document["calibration"] = table
+    else:
+        document.add("calibration", table)
     changes = [f"recorded [calibration] in {path}"]
     if calibration.improved and spec.level == "L3":
-        text = re.sub(r'^level = "L3"$', 'level = "L4"', text, count=1, flags=re.MULTILINE)
+        document["level"] = "L4"
         changes.append("level L3 -> L4")
+    text = tomlkit.dumps(document)
     Calibration.model_validate(tomllib.loads(text)["calibration"])  # it reads back the same
     path.write_text(text, encoding="utf-8")
     return "; ".join(changes)
 
 
-TABLE_START = (
-    "<!-- calibration-table:start (python -m evopolicygym.calibration --markdown FILE) -->"
-)
+TABLE_START = "<!-- calibration-table:start (python -m evopolicygym.readiness.calibration --markdown FILE) -->"
 TABLE_END = "<!-- calibration-table:end -->"
 
 
@@ -220,12 +218,8 @@ def render_into(text: str, table: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    from evopolicygym.envs import default_registry
-
     parser = argparse.ArgumentParser(
-        prog="python -m evopolicygym.calibration",
+        prog="python -m evopolicygym.readiness.calibration",
         description="Write the table of recorded calibrations (every curated envspec) into the "
         "marked region of a Markdown file, e.g. docs/envs/calibration.md.",
     )

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evopolicygym.calibration import (
+from evopolicygym.envs import Calibration, EnvSpec, default_registry, envspecs_root
+from evopolicygym.readiness.calibration import (
     TABLE_END,
     TABLE_START,
     CalibrationSettings,
@@ -19,8 +20,7 @@ from evopolicygym.calibration import (
     record_calibration,
     render_into,
 )
-from evopolicygym.envs import Calibration, EnvSpec, default_registry, envspecs_root
-from evopolicygym.envs.checks import check_spec
+from evopolicygym.readiness.checks import check_spec
 
 
 @pytest.fixture
@@ -61,6 +61,31 @@ def test_hillclimb_calibrates_toy_and_recording_promotes_it_to_l4(tmp_path, toy_
     assert tomllib.loads(text)["calibration"]["agent_mean"] == 6.0
 
 
+def test_recording_keeps_the_rest_of_the_file_and_replaces_the_table_in_place(toy_spec):
+    measured = default_registry().get("toy").calibration
+    path = Path(toy_spec.source)
+    text = path.read_text().replace('level = "L3"', 'level = "L3"  # raised by calibrate --record')
+    text = text.replace("[anchors]", "# measured by hand\n[anchors]")
+    path.write_text(f"# toy task\n{text}")
+    assert "level L3 -> L4" in record_calibration(toy_spec, measured)
+    first = path.read_text()
+    assert first.startswith("# toy task\n") and "# measured by hand\n[anchors]" in first
+    assert 'level = "L4"  # raised by calibrate --record' in first
+    assert tomllib.loads(first)["calibration"]["agent_mean"] == measured.agent_mean
+
+    # A [calibration] table followed by another table is replaced where it stands.
+    moved = first.replace("# measured by hand\n", "").split("[calibration]")
+    anchors = moved[0][moved[0].index("[anchors]") :]
+    path.write_text(moved[0].replace(anchors, "") + "[calibration]" + moved[1] + "\n" + anchors)
+    spec = EnvSpec.from_file(path)
+    assert "level" not in record_calibration(spec, measured.model_copy(update={"agent_mean": 6.0}))
+    again = path.read_text()
+    assert again.count("[calibration]") == 1
+    assert again.index("[calibration]") < again.index("[anchors]")
+    assert tomllib.loads(again)["calibration"]["agent_mean"] == 6.0
+    assert EnvSpec.from_file(path).anchors == toy_spec.anchors
+
+
 @pytest.mark.slow
 def test_check_envs_calibrates_live(toy_spec):
     row = check_spec(toy_spec.model_copy(update={"level": "L4"}), live=True)
@@ -83,11 +108,11 @@ def test_cli_exit_status_says_whether_the_agent_beat_random():
 
 
 def test_the_calibration_doc_shows_every_recorded_calibration():
-    doc = Path(__file__).parents[1] / "docs" / "envs" / "calibration.md"
+    doc = Path(__file__).parents[2] / "docs" / "envs" / "calibration.md"
     specs = sorted(default_registry().specs(), key=lambda s: (s.family, s.id))
     table = calibration_table(specs)
     assert render_into(doc.read_text(), table) == doc.read_text(), (
-        "docs/envs/calibration.md is stale: python -m evopolicygym.calibration --markdown "
+        "docs/envs/calibration.md is stale: python -m evopolicygym.readiness.calibration --markdown "
         "docs/envs/calibration.md"
     )
     for spec in specs:

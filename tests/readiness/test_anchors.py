@@ -1,7 +1,7 @@
 import json
 
 from evopolicygym.envs import get_env
-from evopolicygym.envs.anchors import main, measure_random, pool_seeds
+from evopolicygym.readiness.anchors import main, measure_random, pool_seeds
 
 
 def test_pools_are_the_published_seed0_splits():

@@ -1,21 +1,33 @@
-"""``discover-envs``: which optional environment packages are installed, and every id in the
-installed Gymnasium registry grouped by family, marked where a curated envspec covers it."""
+"""The catalogue of installed environments: every id in the installed Gymnasium registry as a
+bulk id (``check-envs --bulk/--discover``), and ``discover-envs``: which optional environment
+packages are installed, and every registered id grouped by family, marked where a curated
+envspec covers it."""
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
+import json
 import platform
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import gymnasium
 from pydantic import BaseModel, Field
 
-from .bulk import registered_plugins
-from .families import FAMILIES, NON_ENVIRONMENT_IDS, PLUGINS, family_of
-from .registry import default_registry
+from evopolicygym.envs import BULK_PREFIX, default_registry
+from evopolicygym.envs.bulk import registered_plugins
+from evopolicygym.envs.families import FAMILIES, NON_ENVIRONMENT_IDS, PLUGINS, family_of
 
-__all__ = ["Discovery", "FamilyEntry", "PackageEntry", "discover", "discovery_markdown"]
+__all__ = [
+    "Discovery",
+    "FamilyEntry",
+    "PackageEntry",
+    "bulk_ids",
+    "discover",
+    "discovery_markdown",
+]
 
 # (distribution, extra that installs it)
 PACKAGES: tuple[tuple[str, str], ...] = (
@@ -49,6 +61,16 @@ BLOCKED = (
         "workaround": "a separate environment outside the project's lock file",
     },
 )
+
+
+def bulk_ids() -> list[str]:
+    """``gymnasium/<id>`` for every environment in the installed registry, sorted."""
+    registered_plugins()
+    return sorted(
+        BULK_PREFIX + upstream
+        for upstream in gymnasium.registry
+        if upstream not in NON_ENVIRONMENT_IDS
+    )
 
 
 class PackageEntry(BaseModel):
@@ -163,10 +185,6 @@ def discovery_markdown(found: Discovery) -> str:
 def discover_envs_command(output: str | None, markdown: str | None) -> int:
     """``evopolicygym discover-envs``: the full JSON on stdout, or written to ``output``
     (then only totals per family are printed); ``markdown`` also writes the checklist."""
-    import json
-    import sys
-    from pathlib import Path
-
     found = discover()
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ import pytest
 from gymnasium import spaces
 
 from evopolicygym.envs import Anchors, Calibration, EnvSpec, Registry, get_env
-from evopolicygym.envs.checks import (
+from evopolicygym.readiness.checks import (
     Target,
     check_env,
     check_envs,
