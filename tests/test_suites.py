@@ -211,9 +211,17 @@ def test_load_suites_rejects_duplicate_slugs_and_shared_roots(tmp_path):
 
 def test_all_checked_in_suites_load_together_and_share_data_dirs():
     suites = load_suites(["config/*-suite.toml"], base=REPO)
-    assert set(suites) == {"smoke", "smoke8", "main128_codex", "main128_claude", "main128_kimi"}
+    assert set(suites) == {
+        "smoke",
+        "smoke8",
+        "main128_codex",
+        "main128_claude",
+        "main128_kimi",
+        "core16_builtin",
+        "core16_explore",
+    }
     data = merged_data_requests(suites)
-    assert len(data) == 16  # the three main-128 suites read the same seed-0 splits
+    assert len(data) == 16  # the main-128 and built-in Core-16 suites read the same splits
 
 
 def test_conflicting_data_settings_are_rejected(tmp_path):

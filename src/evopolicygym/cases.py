@@ -61,6 +61,12 @@ class CaseSplits(BaseModel):
     hashes: dict[str, str] = {}
     private: bool = False
 
+    def digest(self) -> str:
+        """``sha256:<hex>`` of the three seed lists as played: equal digests mean the same cases,
+        whether they came from a split directory, the seed generator or a private split."""
+        text = json.dumps([self.train, self.valid, self.heldout], separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
     def trimmed(self, valid_size: int | None, heldout_size: int | None) -> CaseSplits:
         """Keep the first ``valid_size`` / ``heldout_size`` hidden cases; refuses to grow a pool."""
         for name, size, pool in (
@@ -96,6 +102,19 @@ def generate_splits(master_seed: int | None, train: int, valid: int, heldout: in
     return CaseSplits(
         train=seeds[:train], valid=seeds[train : train + valid], heldout=seeds[train + valid :]
     )
+
+
+def seed_split_hashes(env_id: str, master_seed: int, train: int, valid: int, heldout: int):
+    """The ``data_*_hash`` values ``data make`` gives for these settings (to recognise the
+    seed of an existing split directory from the hashes a run recorded)."""
+    splits = generate_splits(master_seed, train, valid, heldout)
+    return {
+        f"data_{split}_hash": "sha256:"
+        + hashlib.sha256(
+            _split_document(env_id, split, getattr(splits, split), master_seed).encode()
+        ).hexdigest()
+        for split in ("train", "valid", "heldout")
+    }
 
 
 def _split_document(env_id: str, split: str, seeds: list[int], master_seed: int | None) -> str:

@@ -37,7 +37,10 @@ examples:
   evopolicygym run --resume runs/hillclimb/gym_cartpole/default
 
 Running the same command again continues an interrupted run from its journal (same budget,
-same submit history); a finished run is left as it is."""
+same submit history); a finished run is left as it is. Impossible settings (budget below 1,
+minimum above maximum or budget, pools larger than the split) are refused before anything is
+written, and so is a run directory that was started with other settings: give a new --exp-id,
+or pass --rerun to move the old directory aside (<dir>.archived-<time>) and start again."""
 
 
 def _run_config(args: argparse.Namespace) -> RunConfig:
@@ -73,10 +76,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from evopolicygym.display import RunDisplay
     from evopolicygym.runs import run_from_config, run_root
 
     config = _run_config(args)
-    record = run_from_config(config)
+    record = run_from_config(config, rerun=args.rerun, display=RunDisplay(verbose=args.verbose))
     outcome = record.outcome
     print(
         json.dumps(
@@ -205,6 +209,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = build_report(suite, ReportFiles.in_dir(output), archive=archive)
     print(report.final_table())
     print(f"report: {output / 'report.html'}")
+    if args.screenshot:
+        from evopolicygym.report import screenshot
+
+        print(f"screenshot: {screenshot(output / 'report.html', Path(args.screenshot))}")
     return 0
 
 
@@ -282,6 +290,18 @@ def _add_run(commands: Commands) -> None:
         help="continue the run in ROOT with the settings it was started with",
     )
     source.add_argument("--suite", metavar="FILE", help="suite config; run the job named by --job")
+    source.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print every progress event (default: one updating line per phase on a terminal, "
+        "a plain line per phase every 15 s elsewhere)",
+    )
+    source.add_argument(
+        "--rerun",
+        action="store_true",
+        help="move an existing run directory aside (<dir>.archived-<time>) and start afresh",
+    )
     source.add_argument("--job", metavar="NAME", help="job name within --suite")
     where = run.add_argument_group("run")
     where.add_argument("--env", help="environment id (default toy); see `evopolicygym check-envs`")
@@ -324,7 +344,9 @@ def _add_run(commands: Commands) -> None:
     where.add_argument("--port", type=int, help="judge port (default 0: any free port)")
     agent = run.add_argument_group("agent")
     agent.add_argument(
-        "--agent", help="command | codex | claude | kimi | builtin:random | builtin:hillclimb"
+        "--agent",
+        help="command | codex | claude | kimi | builtin:random | builtin:hillclimb | "
+        "builtin:cmaes | builtin:explore",
     )
     agent.add_argument("--agent-name", help="log and session name")
     agent.add_argument(
@@ -466,6 +488,11 @@ def _add_report(commands: Commands) -> None:
         help="published results to rank against on shared environments (default: the checkout's archive/core16/heldout_returns.csv)",
     )
     report.add_argument("--no-archive", action="store_true", help="rank the suite's agents only")
+    report.add_argument(
+        "--screenshot",
+        metavar="PNG",
+        help="also render report.html in headless Chromium at 1366x900 and save it as PNG",
+    )
     report.set_defaults(handler=cmd_report)
 
 
@@ -613,6 +640,7 @@ def main(argv: list[str] | None = None) -> int:
     from evopolicygym.judge import IntegrityError, JournalCorrupt
     from evopolicygym.preflight import PreflightError
     from evopolicygym.readiness.calibration import CalibrationError
+    from evopolicygym.report import ScreenshotError
     from evopolicygym.run_config import RunConfigError
     from evopolicygym.run_lock import RunLockedError
     from evopolicygym.sandbox import IsolationUnavailable
@@ -627,7 +655,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"evopolicygym: {exc}", file=sys.stderr)
         return 1
     except ValidationError as exc:
-        print(f"evopolicygym: invalid configuration:\n{exc}", file=sys.stderr)
+        from evopolicygym.protocol import settings_problem
+
+        print(f"evopolicygym: invalid settings: {settings_problem(exc)}", file=sys.stderr)
     except (
         AgentCommandError,
         CalibrationError,
@@ -640,6 +670,7 @@ def main(argv: list[str] | None = None) -> int:
         IsolationUnavailable,
         JournalCorrupt,
         IntegrityError,
+        ScreenshotError,
         FileNotFoundError,
         ValueError,
     ) as exc:

@@ -17,6 +17,7 @@ Layout of ``<runs>/<model>/<env>/<exp_id>/`` (segments slugged)::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -38,7 +39,7 @@ from evopolicygym.agents import (
     drive,
     make_harness,
 )
-from evopolicygym.cases import CaseSplits, generate_splits, load_splits
+from evopolicygym.cases import CaseSplits, generate_splits, load_splits, seed_split_hashes
 from evopolicygym.envs import EnvSpec, get_env
 from evopolicygym.judge import (
     Judge,
@@ -59,6 +60,7 @@ from evopolicygym.protocol import (
     BudgetRecord,
     LimitsSection,
     Outcome,
+    ProtocolFingerprint,
     RunConfig,
     RunError,
     RunRecord,
@@ -156,10 +158,11 @@ class EventLog:
         "judge.error",
     }
 
-    def __init__(self, path: Path, progress: Progress, label: str):
+    def __init__(self, path: Path, progress: Progress, label: str, display=None):
         self.path = path
         self.progress = progress
         self.label = label
+        self.display = display  # a RunDisplay takes every event instead of the SHOWN lines
 
     def __call__(self, event: str, **fields: Any) -> None:
         with open(self.path, "a", encoding="utf-8") as handle:
@@ -169,7 +172,9 @@ class EventLog:
                 )
                 + "\n"
             )
-        if event in self.SHOWN:
+        if self.display is not None:
+            self.display.event(self.label, event, fields)
+        elif event in self.SHOWN:
             details = " ".join(f"{k}={_short(v)}" for k, v in fields.items())
             self.progress(f"[{self.label}] {event} {details}")
 
@@ -193,20 +198,109 @@ def run_splits(config: RunConfig, spec: EnvSpec) -> CaseSplits:
     return splits.trimmed(run.valid_size, run.final_size)
 
 
-def _check_resume(paths: RunPaths, config: RunConfig) -> None:
-    """Refuse to continue a run with settings that would change its meaning."""
+# Settings that change what a run's result means; a run directory keeps the ones it started with.
+MEANINGFUL_SETTINGS = (
+    "env",
+    "budget",
+    "minimum",
+    "maximum",
+    "valid_size",
+    "final_size",
+    "data",
+    "bulk",
+)
+
+
+class SettingsChangedError(ValueError):
+    """A run directory was started with other settings than the ones given now."""
+
+
+def _saved_settings(paths: RunPaths) -> dict | None:
     saved = paths.private / "run_config.json"
-    current = json.loads(config.model_dump_json())
-    if not saved.exists():
-        write_atomic(saved, json.dumps(current, indent=2, sort_keys=True) + "\n")
+    return json.loads(saved.read_text()) if saved.exists() else None
+
+
+def setting_differences(previous: dict, current: dict) -> list[str]:
+    """``name OLD -> NEW`` for every meaningful setting (and the agent kind) that differs
+    between two dumped run configs."""
+    differences = [
+        f"{key} {previous['run'].get(key)} -> {current['run'].get(key)}"
+        for key in MEANINGFUL_SETTINGS
+        if previous["run"].get(key) != current["run"].get(key)
+    ]
+    old_agent, new_agent = previous["agent"].get("kind"), current["agent"].get("kind")
+    if old_agent != new_agent:
+        differences.append(f"agent {old_agent} -> {new_agent}")
+    return differences
+
+
+def split_seed(config: RunConfig, spec: EnvSpec, splits: CaseSplits) -> int | None:
+    """The generator seed of the run's cases: 0 for the built-in seed-0 splits; for a split
+    directory, the seed its files name when ``data make`` with that seed gives the same bytes
+    (``None`` for private or hand-made splits)."""
+    if config.run.data is None:
+        return 0
+    try:
+        document = json.loads((config.run.data / "train.json").read_text(encoding="utf-8"))
+        seed = int(document["generator"]["seed"])
+        pools = load_splits(config.run.data, spec.id)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    sizes = (len(pools.train), len(pools.valid), len(pools.heldout))
+    return seed if seed_split_hashes(spec.id, seed, *sizes) == splits.hashes else None
+
+
+def protocol_fingerprint(
+    config: RunConfig, spec: EnvSpec, splits: CaseSplits, settings: JudgeSettings
+) -> ProtocolFingerprint:
+    """The fingerprint ``run.json`` records: what must match for scores to be compared."""
+    return ProtocolFingerprint(
+        env=spec.id,
+        env_version=spec.version,
+        budget=settings.budget,
+        min_episodes_per_submit=settings.minimum,
+        max_episodes_per_submit=settings.maximum,
+        train_cases=len(splits.train),
+        valid_size=len(splits.valid),
+        heldout_size=len(splits.heldout),
+        cases=splits.digest(),
+        cases_seed=split_seed(config, spec, splits),
+        max_episode_steps=spec.max_episode_steps,
+        harness_version=HARNESS_VERSION,
+    )
+
+
+def _check_settings(paths: RunPaths, config: RunConfig) -> None:
+    """Refuse to continue (or return) a run with settings that would change its meaning."""
+    previous = _saved_settings(paths)
+    if previous is None:
         return
-    previous = json.loads(saved.read_text())
-    keys = ("env", "budget", "minimum", "maximum", "valid_size", "final_size", "data", "bulk")
-    changed = [k for k in keys if previous["run"].get(k) != current["run"].get(k)]
+    changed = setting_differences(previous, json.loads(config.model_dump_json()))
     if changed:
-        raise ValueError(
-            f"{paths.root} was started with different {', '.join(changed)}; use a new --exp-id or directory"
+        state = "finished" if paths.run_json.exists() else "started"
+        raise SettingsChangedError(
+            f"{paths.root} was {state} with other settings ({'; '.join(changed)}): give the run "
+            "a new --exp-id, or pass --rerun to archive that directory and start again"
         )
+
+
+def _save_settings(paths: RunPaths, config: RunConfig) -> None:
+    saved = paths.private / "run_config.json"
+    if not saved.exists():
+        current = json.loads(config.model_dump_json())
+        write_atomic(saved, json.dumps(current, indent=2, sort_keys=True) + "\n")
+
+
+def archive_run(root: Path) -> Path | None:
+    """Move a run directory aside to ``<root>.archived-<UTC time>`` (``--rerun``); returns the
+    new path, or ``None`` when there was nothing to move."""
+    if not root.exists():
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = root.with_name(f"{root.name}.archived-{stamp}")
+    root.rename(target)
+    (target / ".judge" / "lock").unlink(missing_ok=True)
+    return target
 
 
 def load_saved_config(root: Path) -> RunConfig:
@@ -221,25 +315,51 @@ def load_saved_config(root: Path) -> RunConfig:
     return config
 
 
-def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) -> RunRecord:
-    """Run (or resume, or just return) the run described by ``config``."""
+def run_from_config(
+    config: RunConfig,
+    *,
+    progress: Progress = stderr_progress,
+    rerun: bool = False,
+    display=None,
+) -> RunRecord:
+    """Run (or resume, or just return) the run described by ``config``.
+
+    Everything that can be refused is refused before anything is written: an unknown
+    environment, pools larger than the split, and (:class:`SettingsChangedError`) a run
+    directory that was started or finished with other settings. ``rerun`` first moves an
+    existing run directory aside (:func:`archive_run`) and starts afresh. ``display`` (an
+    :class:`evopolicygym.display.RunDisplay`) replaces ``progress`` with phase progress."""
+    if display is not None:
+        progress = display.line
     paths = RunPaths(run_root(config).resolve())  # workers get absolute checkpoint paths
-    if paths.run_json.exists():
-        progress(f"[run] {paths.root} is finished; run.json is unchanged")
-        return RunRecord.model_validate_json(paths.run_json.read_text())
     spec = get_env(config.run.env, bulk=config.run.bulk)
     splits = run_splits(config, spec)
     plan = probe(config.run.isolation)  # an unavailable level stops here, before any file
+    if rerun:
+        with RunLock(paths.private / "lock", paths.root) if paths.private.exists() else _nothing():
+            archived = archive_run(paths.root)
+        if archived is not None:
+            progress(f"[run] archived the previous run to {archived}")
+    _check_settings(paths, config)
+    if paths.run_json.exists():
+        progress(f"[run] {paths.root} is finished with these settings; run.json is unchanged")
+        return RunRecord.model_validate_json(paths.run_json.read_text())
     paths.create()
     with RunLock(paths.private / "lock", paths.root):
-        _check_resume(paths, config)
+        _check_settings(paths, config)  # another process may have started it meanwhile
+        _save_settings(paths, config)
         if not paths.agents_md.exists():
             paths.agents_md.write_text(agents_md_text())
         label = f"{config.run.model}/{spec.id}/{config.run.exp_id}"
-        events = EventLog(paths.logs / "harness.log", progress, label)
+        events = EventLog(paths.logs / "harness.log", progress, label, display)
         jobs = config.run.jobs or os.cpu_count() or 1
         pool = WorkerPool(
             spec.model_dump(), jobs, config.limits, paths.logs / "workers.log", plan=plan
+        )
+        finalize_progress = (
+            (lambda line: display.finalize(label, line))
+            if display is not None
+            else (lambda line: progress(f"[{label}] finalize {line}"))
         )
         try:
             pool.prewarm()
@@ -266,10 +386,18 @@ def run_from_config(config: RunConfig, *, progress: Progress = stderr_progress) 
             )
             judge = Judge(settings, paths.judge_paths(), ledger, events, pool)
             return _drive_and_finish(
-                config, spec, splits, paths, ledger, judge, events, settings, label, progress, plan
-            )
+                config, spec, splits, paths, ledger, judge, events, settings, label, progress,
+                plan, finalize_progress,
+            )  # fmt: skip
         finally:
             pool.close()
+            if display is not None:
+                display.close()
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield
 
 
 def site_directories() -> list[str]:
@@ -287,7 +415,18 @@ def _last_agent_error(transcript) -> str | None:
 
 
 def _drive_and_finish(
-    config, spec, splits, paths, ledger, judge, events, settings, label, progress, plan
+    config,
+    spec,
+    splits,
+    paths,
+    ledger,
+    judge,
+    events,
+    settings,
+    label,
+    progress,
+    plan,
+    finalize_progress,
 ) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
     history = RunHistory.open(paths.private / "history.json")
@@ -360,7 +499,7 @@ def _drive_and_finish(
         )
     else:
         events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
-        selection = judge.finalize(lambda line: progress(f"[{label}] finalize {line}"))
+        selection = judge.finalize(finalize_progress)
         outcome = _outcome(selection)
         if (changed := _interpreter_change(judge, ledger)) is not None:
             outcome = Outcome(
@@ -524,4 +663,5 @@ def _record(
             "logs_harness": "logs/harness.log",
         },
         versions=versions,
+        protocol=protocol_fingerprint(config, spec, splits, settings),
     )

@@ -86,3 +86,59 @@ def test_hillclimb_agent_resumes_its_search_from_system(live_judge):
     assert "child 2" in text
     assert second.search is not None and second.search.state.cursor == saved["cursor"]
     assert summaries(live_judge)[-1]["submit_index"] == 5
+
+
+@pytest.mark.judge(env="toy", budget=32)
+def test_cmaes_agent_plays_generations_then_single_policies(live_judge):
+    from evopolicygym.agents.builtin import CmaesAgent
+
+    system = live_judge.paths.workspace / "system"
+    agent = CmaesAgent(client_for(live_judge), system)
+    texts = []
+    while not idle(text := agent.turn()):
+        texts.append(text)
+    done = summaries(live_judge)
+    assert sum(s["n_episodes"] for s in done) == 32 and all(s["status"] == "ok" for s in done)
+    plan = agent.state.plan
+    generations = done[: agent.state.generations]
+    # Every member of a generation plays the same train case; the case moves every generation.
+    assert all(len(set(s["env_instances"])) == 1 for s in generations)
+    assert len({s["env_instances"][0] for s in generations}) == len(generations)
+    assert all(s["n_episodes"] == plan.popsize for s in generations)
+    assert len(done) - len(generations) == plan.final_submits == 2
+    assert texts[-1].startswith("CMA-ES final (mean)")
+    checkpoints = live_judge.paths.checkpoints
+    first = json.loads((checkpoints / "submit_000" / "params.json").read_text())
+    last = json.loads((checkpoints / f"submit_{len(done) - 1:03d}" / "params.json").read_text())
+    assert len(first["population"]) == plan.popsize and "population" not in last
+    # The search state lives in the workspace, outside every checkpoint.
+    assert (system.parent / "cmaes_state.pkl").exists()
+    assert not list(checkpoints.glob("*/cmaes_state.pkl"))
+
+
+@pytest.mark.judge(env="toy", budget=16)
+def test_explore_agent_searches_rules_and_ends_with_the_incumbent(live_judge):
+    from evopolicygym.agents.builtin import ExploreAgent
+
+    system = live_judge.paths.workspace / "system"
+    agent = ExploreAgent(client_for(live_judge), system)
+    while not idle(agent.turn()):
+        pass
+    done = summaries(live_judge)
+    assert sum(s["n_episodes"] for s in done) == 16 and all(s["status"] == "ok" for s in done)
+    source = resources.files("evopolicygym.agents.builtin").joinpath("policy_explore.py")
+    assert (system / "policy.py").read_text() == source.read_text()
+    final = json.loads((system / "params.json").read_text())
+    assert len(final["preference"]) == 3 and "population" not in final
+
+
+def test_cmaes_budget_plan_keeps_generations_and_two_final_submits():
+    from evopolicygym.agents.builtin import BudgetView
+    from evopolicygym.agents.builtin._cmaes import MIN_GENERATIONS, plan_budget
+
+    plan = plan_budget(108, BudgetView(128, 1, 128, 1024, False, 128), (6, 17))
+    search = 128 - plan.final_submits * plan.final_size
+    assert plan.final_submits == 2 and plan.final_size == 4
+    assert search // plan.popsize >= MIN_GENERATIONS and plan.popsize == 18
+    tiny = plan_budget(108, BudgetView(4, 1, 2, 8, False, 4), (6, 17))
+    assert tiny.popsize <= 2

@@ -151,3 +151,52 @@ def test_linear_policy_rejects_params_of_the_wrong_shape(tmp_path, monkeypatch):
     write_params(tmp_path, monkeypatch, [[1.0]], [0.0, 0.0])
     with pytest.raises(ValueError, match="needs weights"):
         policy_linear.Policy(CARTPOLE_OBS, {"type": "Discrete", "n": 2}, {})
+
+
+def test_the_exploration_policy_tries_every_action_before_repeating_one(tmp_path, monkeypatch):
+    import importlib.util
+    import json
+    from importlib import resources
+
+    source = resources.files("evopolicygym.agents.builtin").joinpath("policy_explore.py")
+    (tmp_path / "policy.py").write_text(source.read_text())
+    (tmp_path / "params.json").write_text(
+        json.dumps({"preference": [0.0, 0.0, 0.0, 0.0], "beta": 1.0, "jitter": 0.1})
+    )
+    spec = importlib.util.spec_from_file_location("explore_policy", tmp_path / "policy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    policy = module.Policy({"type": "Discrete", "n": 2}, {"type": "Discrete", "n": 4}, {})
+    policy.reset(0)
+    assert sorted(policy.act(1) for _ in range(4)) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="Discrete action space"):
+        module.Policy({"type": "Discrete", "n": 2}, {"type": "Box", "shape": [1]}, {})
+
+
+def test_linear_features_pool_images_onto_a_grid_per_channel():
+    image = {"type": "Box", "shape": [32, 32, 3], "low": 0, "high": 255, "dtype": "uint8"}
+    pooled = policy_linear.Features(image, image_grid=4)
+    assert pooled.size == 4 * 4 * 3
+    frame = np.zeros((32, 32, 3))
+    frame[:8, :8, 0] = 255  # the top-left cell of the red channel is white
+    vector = pooled(frame.tolist())
+    assert vector[0] == pytest.approx(1.0) and vector[1] == pytest.approx(-1.0)
+    assert policy_linear.Features(image).size == policy_linear.MAX_FEATURES  # default unchanged
+
+
+def test_a_linear_population_plays_member_episode_index_mod_size(tmp_path, monkeypatch):
+    params = {
+        "population": [
+            {"weights": [[0.0], [0.0]], "bias": [1.0, 0.0]},
+            {"weights": [[0.0], [0.0]], "bias": [0.0, 1.0]},
+        ]
+    }
+    path = tmp_path / "params.json"
+    path.write_text(json.dumps(params))
+    monkeypatch.setattr(policy_linear, "PARAMS_FILE", path)
+    policy = policy_linear.Policy({"type": "Discrete", "n": 3}, {"type": "Discrete", "n": 2}, {})
+    actions = []
+    for episode in range(4):
+        policy.reset(episode)
+        actions.append(policy.act(1))
+    assert actions == [0, 1, 0, 1]

@@ -106,3 +106,28 @@ def test_search_finds_always_two_on_the_toy_task():
         search.observe(candidate, toy_returns(candidate.params, candidate.ids))
     best = search.state.parent
     assert toy_returns(best, range(8)) == [s + 2.0 for s in toy_returns(constant(0), range(8))]
+
+
+def test_the_agents_stop_naming_the_real_cause_when_no_submit_can_be_valid():
+    from evopolicygym.agents.builtin import CannotPlay
+    from evopolicygym.agents.builtin._agents import _waiting
+
+    with pytest.raises(CannotPlay, match="at least 5 and at most 2 episodes per submit"):
+        _waiting(BudgetView(4, 5, 2, 16, False, 4))
+    with pytest.raises(CannotPlay, match=r"1 of 9 episodes remain, fewer than the minimum .* 2"):
+        _waiting(BudgetView(1, 2, 9, 16, False, 9))
+    assert _waiting(BudgetView(0, 1, 4, 16, False, 4)).startswith("Budget spent")
+
+
+def test_goal_progress_reads_the_share_of_the_goal_distance_closed(tmp_path):
+    from evopolicygym.agents.builtin._explore import goal_progress, is_goal_task
+
+    achieved = np.array([[0.0, 0.0, 0.0], [0.02, 0.0, 0.0], [0.06, 0.0, 0.0]])
+    desired = np.tile([0.1, 0.0, 0.0], (3, 1))
+    np.savez_compressed(tmp_path / "observations.npz", achieved_goal=achieved, desired_goal=desired)
+    closed, moved = goal_progress(tmp_path)
+    assert closed == pytest.approx(0.6) and moved == pytest.approx(0.06)
+    assert goal_progress(tmp_path / "missing") is None
+    goal = {"type": "Dict", "spaces": {"achieved_goal": {}, "desired_goal": {}, "observation": {}}}
+    assert is_goal_task({"obs_space": goal, "action_space": {"type": "Box"}})
+    assert not is_goal_task({"obs_space": goal, "action_space": {"type": "Discrete"}})

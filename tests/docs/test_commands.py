@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,6 +160,22 @@ def check_snakemake(args: list[str]) -> None:
         assert target in known, f"snakemake target {target!r} does not exist ({sorted(known)})"
 
 
+def check_benchmark(args: list[str]) -> None:
+    """A benchmark script: it exists, and its (sub)command with these options parses."""
+    script = REPO / args[0]
+    assert script.is_file(), f"{args[0]} does not exist"
+    command = [a for a in args[1:2] if not a.startswith("-")]
+    proc = subprocess.run(
+        [sys.executable, str(script), *command, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for option in (a for a in args[1:] if a.startswith("--")):
+        assert option in proc.stdout, f"{args[0]} {' '.join(command)} has no option {option}"
+
+
 def check_setup_script(args: list[str]) -> None:
     proc = subprocess.run(
         [
@@ -206,6 +223,10 @@ def check(words: list[str]) -> None:
         pass  # linters over the repository
     elif program == "python" and args and args[0].endswith("docs/examples/agent.py"):
         assert Path(args[0]).is_file()
+    elif program == "python" and args and args[0].startswith("benchmarks/"):
+        check_benchmark(args)
+    elif program == "nice":
+        check(words[3:] if args[:1] == ["-n"] else args)
     elif program.endswith("workflow/scripts/setup.sh"):
         check_setup_script(args)
     elif program == "nix":

@@ -257,3 +257,90 @@ def test_a_run_on_private_splits_records_their_commitments(tmp_path):
     ]
     written = b"".join(p.read_bytes() for p in (tmp_path / "run").rglob("*") if p.is_file())
     assert not any(str(seed).encode() in written for seed in seeds)
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--budget", "0"], "budget: Input should be greater than or equal to 1 (got 0)"),
+        (["--budget", "4", "--minimum", "5", "--maximum", "2"], "minimum 5 is above maximum 2"),
+        (["--budget", "4", "--minimum", "8"], "minimum 8 episodes per submit is above the budget"),
+        (["--budget", "4", "--valid-size", "17"], "valid size 17 exceeds the 16 cases"),
+        (["--budget", "4", "--final-size", "999"], "heldout size 999 exceeds"),
+    ],
+)
+def test_impossible_settings_are_refused_in_one_line_and_write_nothing(tmp_path, flags, says):
+    result = evopolicygym(
+        "run", "--env", "toy", "--agent", "builtin:random", "--runs", str(tmp_path / "runs"), *flags
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_finished_run_with_other_settings_is_refused_and_rerun_archives_it(tmp_path):
+    runs = str(tmp_path / "runs")
+    common = ("run", "--env", "toy", "--agent", "builtin:random", "--runs", runs)
+    sizes = ("--valid-size", "2", "--final-size", "2")
+    assert evopolicygym(*common, "--budget", "2", *sizes).returncode == 0
+    root = tmp_path / "runs" / "random" / "toy" / "default"
+    before = (root / "run.json").read_text()
+
+    refused = evopolicygym(*common, "--budget", "3", *sizes)
+    assert refused.returncode == 2
+    line = refused.stderr.strip()
+    assert "\n" not in line
+    assert "budget 2 -> 3" in line and "--exp-id" in line and "--rerun" in line
+    assert (root / "run.json").read_text() == before
+
+    same = evopolicygym(*common, "--budget", "2", *sizes)
+    assert same.returncode == 0 and (root / "run.json").read_text() == before
+
+    rerun = evopolicygym(*common, "--budget", "3", *sizes, "--rerun")
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads((root / "run.json").read_text())["budget"]["limit"] == 3
+    (archived,) = root.parent.glob("default.archived-*")
+    assert (archived / "run.json").read_text() == before
+    assert not (archived / ".judge" / "lock").exists()
+
+
+@pytest.mark.slow
+def test_progress_is_a_few_lines_in_a_log_and_every_event_with_verbose(tmp_path):
+    common = ("run", "--env", "toy", "--agent", "builtin:hillclimb", "--budget", "16")
+    quiet = evopolicygym(*common, "--runs", str(tmp_path / "a"))
+    verbose = evopolicygym(*common, "--runs", str(tmp_path / "b"), "-v")
+    assert quiet.returncode == 0 and verbose.returncode == 0
+    quiet_lines = quiet.stderr.splitlines()
+    assert len(quiet_lines) <= 8, quiet.stderr
+    assert any("validation:" in line and "checkpoint" in line for line in quiet_lines)
+    assert any("held-out:" in line for line in quiet_lines)
+    assert sum("submit.finish" in line for line in verbose.stderr.splitlines()) == 16
+
+
+@pytest.mark.slow
+def test_a_one_env_suite_at_the_published_protocol_is_ranked_beside_the_published_entrants(
+    tmp_path,
+):
+    suite = tmp_path / "one-suite.toml"
+    suite.write_text(
+        f"[suite]\nroot = '{tmp_path / 'runs'}'\nname = 'one'\nthreads = 2\n"
+        "[[run]]\nenv = 'gym/acrobot'\nbulk = true\nbudget = 128\nmaximum = 128\n"
+        f"data = '{tmp_path / 'data'}'\nvalid_size = 64\nfinal_size = 256\n"
+        "[[agent]]\nkind = 'builtin:random'\nname = 'random'\n"
+    )
+    sizes = ("--train-size", "1024", "--valid-size", "64", "--heldout-size", "256")
+    made = evopolicygym(
+        "data", "make", "--env", "gym/acrobot", "--root", str(tmp_path / "data"), *sizes
+    )
+    assert made.returncode == 0, made.stderr
+    job = "000_gym_acrobot_random_r00"
+    ran = evopolicygym("run", "--suite", str(suite), "--job", job, "--jobs", "2")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    output = tmp_path / "report"
+    report = evopolicygym("report", "--suite", str(suite), "--output", str(output))
+    assert report.returncode == 0, report.stderr[-2000:]
+    leaderboard = (output / "leaderboard.md").read_text()
+    assert "ranked beside these runs on 1 environment(s)" in leaderboard
+    for entrant in ("GPT-5.5 (Codex)", "uniform random", "random"):
+        assert f"| {entrant} |" in leaderboard
+    assert "Runs under another protocol" not in leaderboard

@@ -65,6 +65,12 @@ def test_smoke_suite_runs_reports_and_then_has_nothing_to_do(tmp_path):
     assert all(len(curve) >= 2 for curve in table["curve_episodes"])  # several submits each
     leaderboard = (results / "leaderboard.md").read_text()
     assert "| random |" in leaderboard and "| hillclimb |" in leaderboard
+    # One protocol, with intervals; the published budget-128 entrants stay out of it.
+    assert "Runs under another protocol" not in leaderboard
+    assert "rank score 95% CI" in leaderboard and re.search(
+        r"\| \[-?\d+\.\d{3}, -?\d+\.\d{3}\] \|", leaderboard
+    )
+    assert "GPT-5.5" not in leaderboard and "not ranked here: their protocol differs" in leaderboard
     page = (results / "report.html").read_text()
     assert "<h2>Leaderboard</h2>" in page and "data:image/png;base64," in page
     assert (tmp_path / "runs/smoke/random/toy/000_toy_random_r00/workspace").is_dir()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from evopolicygym.protocol import ProtocolFingerprint
 from evopolicygym.report import ReportFiles, build_report
 from evopolicygym.suites import load_suite
 
@@ -52,29 +53,87 @@ def test_report_files_from_records_with_a_failed_run(smoke_like_suite, tmp_path)
     page = files.html.read_text()
     encoded = page.split('src="data:image/png;base64,')[1].split('"')[0]
     assert base64.b64decode(encoded).startswith(PNG_MAGIC)
-    assert "<h2>Leaderboard</h2>" in page and 'class="failed"' in page
+    assert "<h2>Leaderboard</h2>" in page and "Protocol " in page and 'class="failed"' in page
     assert "hillclimb" in report.final_table()
 
 
-def test_published_entrants_join_on_shared_environments(tmp_path):
+def _published_protocol(env: str, **changes) -> ProtocolFingerprint:
+    """The fingerprint a run at the published Core-16 protocol records (seed-0 splits)."""
+    from evopolicygym.cases import generate_splits
+    from evopolicygym.envs import get_env
+
+    fields = dict(
+        env=env,
+        env_version="0.1",
+        budget=128,
+        min_episodes_per_submit=1,
+        max_episodes_per_submit=128,
+        train_cases=1024,
+        valid_size=64,
+        heldout_size=256,
+        cases=generate_splits(0, 1024, 64, 256).digest(),
+        cases_seed=0,
+        max_episode_steps=get_env(env, bulk=True).max_episode_steps,
+        harness_version="0.2.0",
+    )
+    return ProtocolFingerprint(**{**fields, **changes})
+
+
+def _core_suite(tmp_path):
     path = tmp_path / "core-suite.toml"
     path.write_text(
         f"[suite]\nroot='{tmp_path / 'runs'}'\nname='core'\n"
-        "[[run]]\nenv='gym/acrobot'\nbudget=4\nbulk=true\n"
-        "[[run]]\nenv='toy'\nbudget=4\n"
+        "[[run]]\nenv='gym/acrobot'\nbudget=128\nbulk=true\n"
+        "[[run]]\nenv='gym/continuouscar'\nbudget=128\nbulk=true\n"
         "[[agent]]\nkind='builtin:hillclimb'\nname='hillclimb'\n"
     )
-    suite = load_suite(path)
-    write_record(
-        suite.jobs[0].record_path, make_record("gym/acrobot", "hillclimb", final_score=-90.0)
-    )
-    write_record(suite.jobs[1].record_path, make_record("toy", "hillclimb", final_score=5.0))
+    return load_suite(path)
+
+
+def test_published_entrants_join_runs_of_their_protocol(tmp_path):
+    suite = _core_suite(tmp_path)
+    for job, score in zip(suite.jobs, (-90.0, 96.0), strict=True):
+        record = make_record(job.env, "hillclimb", final_score=score)
+        record.protocol = _published_protocol(job.env)
+        record.outcome.heldout_returns = [score - 1.0, score + 1.0]
+        write_record(job.record_path, record)
     report = build_report(suite, ReportFiles.in_dir(tmp_path / "out"), archive=ARCHIVE)
+    assert len(report.comparisons) == 1
     board = report.board.set_index("entrant")
-    # -90 is behind GPT-5.5 (-84.69) and Claude (-88.59), ahead of DeepSeek, MiniMax and random.
+    # -90 is behind GPT-5.5 (-84.69) and Claude (-88.59), ahead of DeepSeek, MiniMax and random;
+    # 96 is behind Claude (98.77) only.
     acrobot = report.cells[report.cells["env"] == "gym/acrobot"]
     assert len(acrobot) == 6
     assert board.loc["hillclimb", "envs"] == 2
     assert board.loc["GPT-5.5 (Codex)", "source"] == "published"
-    assert board.loc["GPT-5.5 (Codex)", "envs"] == 1
-    assert board.loc["hillclimb", "family: Classic control"] == 3 / 5
+    assert board.loc["hillclimb", "family: Classic control"] == (3 / 5 + 4 / 5) / 2
+    assert board.loc["hillclimb", "rank_ci"].startswith("[")
+    assert "ranked beside these runs on 2 environment(s)" in report.main.published_note
+
+
+def test_published_entrants_stay_out_of_other_protocols_and_say_why(tmp_path):
+    suite = _core_suite(tmp_path)
+    for job in suite.jobs:
+        record = make_record(job.env, "hillclimb", final_score=-1.0)
+        record.protocol = _published_protocol(job.env, budget=4, max_episodes_per_submit=4)
+        write_record(job.record_path, record)
+    report = build_report(suite, ReportFiles.in_dir(tmp_path / "out"), archive=ARCHIVE)
+    assert set(report.board["entrant"]) == {"hillclimb"}
+    assert "their protocol differs (budget: 4 vs 128" in report.main.published_note
+    assert "not ranked here" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_runs_of_two_protocols_are_ranked_apart_with_the_difference_named(tmp_path):
+    suite = _core_suite(tmp_path)
+    for job, heldout in zip(suite.jobs, (256, 32), strict=True):
+        record = make_record(job.env, "hillclimb", final_score=-1.0)
+        record.protocol = _published_protocol(job.env, heldout_size=heldout)
+        write_record(job.record_path, record)
+    report = build_report(suite, ReportFiles.in_dir(tmp_path / "out"), archive=ARCHIVE)
+    assert len(report.comparisons) == 2
+    apart = report.comparisons[1]
+    assert apart.differences == ["heldout_size: 32 vs 256"] or apart.differences == [
+        "heldout_size: 256 vs 32"
+    ]
+    markdown = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "Runs under another protocol" in markdown and "Differs from" in markdown

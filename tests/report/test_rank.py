@@ -99,3 +99,48 @@ def test_unscored_cells_earn_nothing_even_when_nobody_scored():
 def test_single_entrant_has_no_rank_score():
     board = rank_scores(cells([("a", "e", 1.0, "f")]))
     assert math.isnan(board.loc[0, "rank_score"])
+
+
+def test_the_bootstrap_statistic_ranks_exactly_like_the_leaderboard():
+    from evopolicygym.report._stats import rank_intervals, rank_matrix
+
+    archive = read_archive(ARCHIVE)
+    entrants = list(dict.fromkeys(archive["agent"]))
+    scores = rank_matrix(
+        archive["score"].to_numpy(), list(archive["env"]), list(archive["agent"]), entrants
+    )
+    assert [round(float(s), 3) for s in scores] == [0.891, 0.750, 0.531, 0.359, 0.109]
+    # Published cells have no episodes to resample: their intervals are points.
+    cells = archive.rename(columns={"agent": "entrant"}).assign(returns=None)
+    intervals = rank_intervals(cells, entrants)
+    assert (
+        round(intervals["GPT-5.5 (Codex)"].low, 3)
+        == 0.891
+        == round(intervals["GPT-5.5 (Codex)"].high, 3)
+    )
+
+
+def test_the_rank_interval_widens_when_the_episodes_do_not_separate_two_entrants():
+    import numpy as np
+
+    from evopolicygym.report._stats import rank_intervals
+
+    rng = np.random.default_rng(0)
+    close = list(rng.normal(0.0, 1.0, 30))
+    cells = pd.DataFrame(
+        {
+            "entrant": ["a", "b", "a", "b"],
+            "env": ["e1", "e1", "e2", "e2"],
+            "returns": [
+                close,
+                [x + 0.01 for x in reversed(close)],  # the same episodes, 0.01 better
+                list(rng.normal(5.0, 0.1, 30)),
+                list(rng.normal(0.0, 0.1, 30)),
+            ],
+        }
+    )
+    cells["score"] = [float(np.mean(r)) for r in cells["returns"]]
+    intervals = rank_intervals(cells, ["a", "b"])
+    # e2 always goes to a; e1 is a coin toss: a's rank score is 0.5 or 1.
+    assert intervals["a"].low == 0.5 and intervals["a"].high == 1.0
+    assert intervals["b"].low == 0.0 and intervals["b"].high == 0.5

@@ -1,6 +1,13 @@
 """Wire and disk formats of EvoPolicyGym (pydantic models), versions and the AGENTS.md text."""
 
-from ._config import AgentSection, LimitsSection, RunConfig, RunSection, ServerSection
+from ._config import (
+    AgentSection,
+    LimitsSection,
+    RunConfig,
+    RunSection,
+    ServerSection,
+    settings_problem,
+)
 from ._feedback import ErrorLine, SubmitSummary, TrajectoryRow
 from ._frames import (
     Acted,
@@ -53,6 +60,7 @@ from ._run_record import (
     AgentRecord,
     BudgetRecord,
     Outcome,
+    ProtocolFingerprint,
     RunError,
     RunRecord,
     SubmitRecord,
@@ -109,6 +117,7 @@ __all__ = [
     "PolicyForked",
     "PolicyLoaded",
     "PolicyReply",
+    "ProtocolFingerprint",
     "ResourceLimits",
     "RunConfig",
     "RunEpisodes",
@@ -141,4 +150,5 @@ __all__ = [
     "ZygoteReply",
     "count_env_instances",
     "parse_env_instances",
+    "settings_problem",
 ]

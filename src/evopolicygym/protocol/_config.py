@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
 class _Strict(BaseModel):
@@ -15,7 +15,9 @@ class _Strict(BaseModel):
 
 class RunSection(_Strict):
     env: str = Field("toy", description="Environment id from the registry, e.g. gym/cartpole.")
-    budget: int = Field(..., ge=0, description="Training episodes the agent may spend.")
+    budget: int = Field(
+        ..., ge=1, description="Training episodes the agent may spend (at least 1)."
+    )
     root: Path | None = Field(None, description="Explicit run directory (wins over runs).")
     runs: Path | None = Field(
         None, description="Base directory; the run lands in runs/<model>/<env>/<exp_id>."
@@ -50,6 +52,20 @@ class RunSection(_Strict):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    @model_validator(mode="after")
+    def _submit_bounds_fit(self):
+        """Refuse submit bounds no submit can meet: the agent would burn its turns and leave a
+        finished error record instead of a result."""
+        if self.maximum is not None and self.minimum > self.maximum:
+            raise ValueError(
+                f"minimum {self.minimum} is above maximum {self.maximum} episodes per submit"
+            )
+        if self.minimum > self.budget:
+            raise ValueError(
+                f"minimum {self.minimum} episodes per submit is above the budget {self.budget}"
+            )
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _alias_exp(cls, data):
@@ -62,7 +78,7 @@ class RunSection(_Strict):
 class AgentSection(_Strict):
     kind: str = Field(
         "command",
-        description="command | codex | claude | kimi | builtin:<name> (random, hillclimb).",
+        description="command | codex | claude | kimi | builtin:<name> (random, hillclimb, cmaes, explore).",
     )
     argv: list[str] = Field(default_factory=list, description="Command adapter argv.")
     name: str = Field("agent", description="Log and session name.")
@@ -115,3 +131,18 @@ class RunConfig(_Strict):
     agent: AgentSection = Field(default_factory=AgentSection)
     server: ServerSection = Field(default_factory=ServerSection)
     limits: LimitsSection = Field(default_factory=LimitsSection)
+
+
+def settings_problem(error: ValidationError) -> str:
+    """One line naming every invalid setting of a config ``error`` (``budget: Input should be
+    greater than or equal to 1 (got 0)``), for messages where a pydantic dump would bury it."""
+    problems = []
+    for issue in error.errors():
+        where = ".".join(str(p) for p in issue["loc"] if p != "run")
+        message = str(issue["msg"]).removeprefix("Value error, ")
+        if where:
+            given = issue.get("input")
+            shown = "" if isinstance(given, dict) else f" (got {given!r})"
+            message = f"{where.replace('_', '-')}: {message}{shown}"
+        problems.append(message)
+    return "; ".join(problems)

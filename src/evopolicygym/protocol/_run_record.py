@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import hashlib
+import json
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -91,6 +93,68 @@ class AgentRecord(_Record):
     sessions: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class ProtocolFingerprint(_Record):
+    """What must be equal for two runs' scores to be compared. ``None`` means *not recorded*
+    (published results do not give every field) and matches any value.
+
+    ``cases`` identifies the case seeds played (train, validation, held-out, in order) by the
+    SHA-256 of their list, so it names a seed-generated split and a private split alike;
+    ``cases_seed`` is the generator seed when the split is known to come from one."""
+
+    env: str
+    env_version: str | None = None
+    budget: int | None = None
+    min_episodes_per_submit: int | None = None
+    max_episodes_per_submit: int | None = None
+    train_cases: int | None = None
+    valid_size: int | None = None
+    heldout_size: int | None = None
+    cases: str | None = None
+    cases_seed: int | None = None
+    max_episode_steps: int | None = None
+    harness_version: str | None = None
+
+    # Fields that can differ between the environments of one comparison (each environment has
+    # its own step cap and train pool, hence its own case lists); runs of one environment must
+    # still agree on them.
+    PER_ENV: ClassVar[tuple[str, ...]] = (
+        "env",
+        "env_version",
+        "max_episode_steps",
+        "train_cases",
+        "cases",
+    )
+
+    def settings(self, *, per_env: bool = True) -> dict[str, Any]:
+        """The fields that decide comparability (``cases_seed`` only labels ``cases``);
+        ``per_env=False`` leaves out those that differ between environments."""
+        data = self.model_dump(include=set(type(self).model_fields) - {"cases_seed"})
+        if not per_env:
+            data = {k: v for k, v in data.items() if k not in self.PER_ENV}
+        return data
+
+    def digest(self, *, per_env: bool = True) -> str:
+        """Short stable name of :meth:`settings` (12 hex digits)."""
+        text = json.dumps(self.settings(per_env=per_env), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def differences(self, other: ProtocolFingerprint, *, per_env: bool = True) -> list[str]:
+        """``field: mine vs theirs`` for every recorded field that differs (``None`` on either
+        side never differs)."""
+        mine, theirs = self.settings(per_env=per_env), other.settings(per_env=per_env)
+        return [
+            f"{key}: {_short(mine[key])} vs {_short(theirs[key])}"
+            for key in mine
+            if mine[key] is not None and theirs[key] is not None and mine[key] != theirs[key]
+        ]
+
+
+def _short(value: Any) -> str:
+    """Digests shortened to 12 hex digits for messages."""
+    text = str(value)
+    return text[:19] if text.startswith("sha256:") else text
+
+
 class RunRecord(_Record):
     """``run.json``, written once, atomically, when the run ends. ``isolation`` says how
     policy code was isolated (level, mechanisms, known gaps, limits); ``integrity`` holds the
@@ -111,4 +175,8 @@ class RunRecord(_Record):
     isolation: dict[str, Any] = Field(default_factory=dict)
     artifacts: dict[str, str] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
+    protocol: ProtocolFingerprint | None = Field(
+        None,
+        description="Since schema 0.4: the run's protocol fingerprint (None in older records).",
+    )
     integrity: dict[str, str] | None = None

@@ -7,5 +7,5 @@ Snakemake workflow re-runs a run only when this string changes, never because li
 """
 
 PROTOCOL_VERSION = "protocol/v2.0-draft"
-SCHEMA_VERSION = "0.3"
+SCHEMA_VERSION = "0.4"
 HARNESS_VERSION = "0.3.0"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 import pandas as pd
 
@@ -33,6 +34,21 @@ def markdown_table(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+NUMERIC = re.compile(r"^[-+]?(\d|\.\d|—$|\[)")
+LONG_TEXT = 60
+
+
+def _td(value) -> str:
+    """A table cell: numbers (and intervals, dashes) right-aligned, long text wrapped."""
+    text = cell_text(value)
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if numeric or NUMERIC.match(text):
+        return f'<td class="num">{html.escape(text)}</td>'
+    if len(text) > LONG_TEXT:
+        return f'<td class="wrap">{html.escape(text)}</td>'
+    return f"<td>{html.escape(text)}</td>"
+
+
 def html_table(table: pd.DataFrame, *, row_class: list[str] | None = None) -> str:
     if table.empty:
         return "<p><em>(no rows)</em></p>"
@@ -40,6 +56,8 @@ def html_table(table: pd.DataFrame, *, row_class: list[str] | None = None) -> st
     body = []
     for number, row in enumerate(table.itertuples(index=False)):
         css = f' class="{row_class[number]}"' if row_class and row_class[number] else ""
-        cells = "".join(f"<td>{html.escape(cell_text(v))}</td>" for v in row)
-        body.append(f"<tr{css}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        body.append(f"<tr{css}>{''.join(_td(v) for v in row)}</tr>")
+    return (
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )

@@ -15,28 +15,39 @@ import math
 
 import pandas as pd
 
+from ._stats import cell_errors
+
 CELL_COLUMNS = ["entrant", "env", "score", "family", "source"]
 
 
 def cells_from_runs(table: pd.DataFrame, families: dict[str, str]) -> pd.DataFrame:
     """One row per (entrant, env): the mean ``final_score`` over completed runs (NaN when none
-    completed), plus counts of runs and failures."""
+    completed), its standard errors over held-out cases and over repeats, the pooled per-case
+    held-out returns (``returns``, for bootstrap intervals), and counts of runs and failures."""
     rows = []
     for (entrant, env), group in table.groupby(["entrant", "env"], sort=False):
-        completed = group[group["status"] == "completed"]["final_score"].dropna()
+        done = group[(group["status"] == "completed") & group["final_score"].notna()]
+        completed = done["final_score"]
+        per_run = [list(r) for r in done["heldout_returns"] if r is not None and len(r)]
+        _mean, se_cases, se_repeats = cell_errors(per_run)
         rows.append(
             {
                 "entrant": entrant,
                 "env": env,
                 "score": float(completed.mean()) if len(completed) else math.nan,
                 "std": float(completed.std(ddof=0)) if len(completed) > 1 else math.nan,
+                "se_cases": se_cases,
+                "se_repeats": se_repeats,
+                "returns": [x for run in per_run for x in run] or None,
                 "runs": len(group),
+                "completed": len(completed),
                 "failed": int((group["status"] != "completed").sum()),
                 "family": families.get(env, ""),
                 "source": "suite",
             }
         )
-    return pd.DataFrame(rows, columns=[*CELL_COLUMNS, "std", "runs", "failed"])
+    extra = ["std", "se_cases", "se_repeats", "returns", "runs", "completed", "failed"]
+    return pd.DataFrame(rows, columns=[*CELL_COLUMNS, *extra])
 
 
 def place_entrants(cells: pd.DataFrame) -> pd.DataFrame:

@@ -11,6 +11,8 @@ from pydantic import ValidationError
 
 from ..protocol import RunRecord
 from ..suites import Suite
+from ._diagnostics import DIAGNOSTIC_COLUMNS, diagnostics
+from ._protocol import fingerprint_of
 
 # Statuses beyond run.json's outcome.status: the record is absent, or present but unreadable.
 MISSING = "missing"
@@ -41,9 +43,14 @@ COLUMNS = [
     "finalize_seconds",
     "error",
     "harness_version",
+    "protocol",
+    "fingerprint",
+    "heldout_se",
+    *DIAGNOSTIC_COLUMNS,
     "record_path",
     "curve_episodes",
     "curve_best",
+    "heldout_returns",
 ]
 
 
@@ -75,6 +82,9 @@ def _row_from_record(record: RunRecord) -> dict:
     best_val = (
         val.get(str(outcome.best_submit_index)) if outcome.best_submit_index is not None else None
     )
+    fingerprint = fingerprint_of(record)
+    returns = [r for r in (outcome.heldout_returns or []) if r is not None]
+    heldout_se = float(pd.Series(returns).sem()) if len(returns) > 1 else None
     error = ""
     if outcome.error is not None:
         error = f"{outcome.error.type}: {outcome.error.message}"
@@ -99,6 +109,10 @@ def _row_from_record(record: RunRecord) -> dict:
         "finalize_seconds": record.timing.finalize_seconds,
         "error": error,
         "harness_version": record.harness_version,
+        "protocol": fingerprint.digest(per_env=False),
+        "fingerprint": fingerprint.model_dump_json(),
+        "heldout_se": heldout_se,
+        "heldout_returns": returns if outcome.status == "completed" else [],
         "curve_episodes": episodes,
         "curve_best": best,
     }
@@ -115,7 +129,14 @@ def record_row(path: Path) -> dict:
     row with status ``missing``/``unreadable`` and the reason in ``error`` (never an exception),
     so one bad run cannot break a suite's report."""
     path = Path(path)
-    row: dict = {"record_path": str(path), "curve_episodes": [], "curve_best": []}
+    row: dict = {
+        "record_path": str(path),
+        "curve_episodes": [],
+        "curve_best": [],
+        "heldout_returns": [],
+        "episodes_per_submit": [],
+        "churn_lines": [],
+    }
     if not path.exists():
         return {**row, "status": MISSING, "error": f"{path} does not exist"}
     try:
@@ -123,7 +144,7 @@ def record_row(path: Path) -> dict:
     except (OSError, ValueError, ValidationError) as error:
         summary = str(error).splitlines()[0] if str(error) else type(error).__name__
         return {**row, "status": UNREADABLE, "error": f"{type(error).__name__}: {summary}"}
-    return {**row, **_row_from_record(record)}
+    return {**row, **_row_from_record(record), **diagnostics(record, path.parent)}
 
 
 def results_table(paths: Iterable[Path] = (), *, suite: Suite | None = None) -> pd.DataFrame:
@@ -160,10 +181,40 @@ def results_table(paths: Iterable[Path] = (), *, suite: Suite | None = None) -> 
             row.setdefault("repeat", 0)
             rows.append(row)
     table = pd.DataFrame(rows, columns=COLUMNS)
-    for column in ("final_score", "best_val_score", "heldout_mean_return", "heldout_std_return"):
+    for column in (
+        "final_score",
+        "best_val_score",
+        "heldout_mean_return",
+        "heldout_std_return",
+        "heldout_se",
+        "val_heldout_gap",
+    ):
         table[column] = pd.to_numeric(table[column], errors="coerce").astype("float64")
-    for column in ("best_submit_index", "n_submits", "n_ok_submits", "budget_limit", "budget_used"):
+    for column in (
+        "best_submit_index",
+        "n_submits",
+        "n_ok_submits",
+        "budget_limit",
+        "budget_used",
+        "episodes_to_50",
+        "episodes_to_80",
+        "churn_total",
+        "edits_parametric",
+        "edits_structural",
+        "edits_unchanged",
+    ):
         table[column] = table[column].astype("Int64")
-    for column in ("suite", "job", "env", "entrant", "model", "agent_kind", "status", "error"):
+    for column in (
+        "suite",
+        "job",
+        "env",
+        "entrant",
+        "model",
+        "agent_kind",
+        "status",
+        "error",
+        "protocol",
+        "fingerprint",
+    ):
         table[column] = table[column].fillna("").astype(str)
     return table

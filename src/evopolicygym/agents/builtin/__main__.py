@@ -3,7 +3,7 @@ agent for ``evopolicygym run --agent builtin:<name>``."""
 
 import argparse
 
-from . import BUILTIN_AGENTS, HillClimbAgent, JudgeClient, serve
+from . import BUILTIN_AGENTS, JudgeClient, serve
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,12 +14,12 @@ def main(argv: list[str] | None = None) -> int:
         "by `evopolicygym run`.",
     )
     parser.add_argument("name", choices=sorted(BUILTIN_AGENTS), help="which built-in agent")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the hill climb (default 0)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
     args = parser.parse_args(argv)
     client = JudgeClient.from_environ()
-    if args.name == "hillclimb":
-        return serve(HillClimbAgent(client, seed=args.seed))
-    return serve(BUILTIN_AGENTS[args.name](client))
+    if args.name == "random":
+        return serve(BUILTIN_AGENTS[args.name](client))
+    return serve(BUILTIN_AGENTS[args.name](client, seed=args.seed))
 
 
 if __name__ == "__main__":

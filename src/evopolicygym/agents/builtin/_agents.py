@@ -48,14 +48,21 @@ def _outcome(answer: SubmitAnswer) -> str:
 
 
 def _waiting(budget: BudgetView) -> str | None:
+    """What to say instead of submitting when nothing needs doing (budget spent, run
+    finalized). Raises :class:`CannotPlay`, naming the cause, when no submit can ever be valid."""
     if budget.finalized:
         return "The run is finalized; nothing left to do."
     if budget.remaining == 0:
         return "Budget spent; waiting for the judge to finalize the run."
-    if min(budget.maximum, budget.remaining) < budget.minimum:
-        return (
-            f"Remaining budget {budget.remaining} is below the minimum submit size "
-            f"{budget.minimum}; nothing can be submitted."
+    if budget.maximum < budget.minimum:
+        raise CannotPlay(
+            f"the judge asks for at least {budget.minimum} and at most {budget.maximum} "
+            "episodes per submit, so no submit can be valid: the run's submit bounds are wrong"
+        )
+    if budget.remaining < budget.minimum:
+        raise CannotPlay(
+            f"{budget.remaining} of {budget.episode_budget} episodes remain, fewer than the "
+            f"minimum submit size {budget.minimum}, so the rest of the budget cannot be spent"
         )
     return None
 

@@ -13,6 +13,7 @@ class BudgetView:
     maximum: int
     n_instances: int
     finalized: bool
+    episode_budget: int = 0
 
     @classmethod
     def from_info(cls, info: dict[str, Any]) -> BudgetView:
@@ -23,6 +24,7 @@ class BudgetView:
             maximum=int(info["max_episodes_per_submit"]),
             n_instances=int(info["env_meta"]["n_env_instances"]),
             finalized=bool(state.get("is_finalized")),
+            episode_budget=int(info.get("episode_budget", 0)),
         )
 
     def batch(self, desired: int) -> int | None:

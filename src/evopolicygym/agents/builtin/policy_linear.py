@@ -6,11 +6,16 @@ from the returns of its submits.
 
 Features: every number of the observation, scaled to [-1, 1] where the schema gives finite
 bounds (Discrete and MultiDiscrete values by their range), clipped to [-5, 5] otherwise, in
-schema order (Dict keys sorted). Above ``MAX_FEATURES`` numbers (images), the vector is
-average-pooled down to ``MAX_FEATURES`` chunks. Actions: Discrete -> argmax over n outputs;
+schema order (Dict keys sorted). With ``"image_grid": G`` in ``params.json``, every image
+(a Box or Image of shape H x W x C with H, W >= 16) is first average-pooled onto a G x G grid per
+channel. Above ``MAX_FEATURES`` numbers, the vector is average-pooled down to ``MAX_FEATURES``
+chunks. Actions: Discrete -> argmax over n outputs;
 Box -> tanh squashed into the bounds (into [-1, 1] where a bound is infinite); MultiDiscrete ->
 one output per component, binned; MultiBinary -> output > 0; Tuple/Dict -> concatenated.
-Standard library + numpy only.
+
+``params.json`` holds one map (``weights``, ``bias``) or a ``population`` of maps; with a
+population, episode ``i`` of a batch plays member ``i mod len(population)``, so one submit can
+measure several candidates. Standard library + numpy only.
 """
 
 import json
@@ -70,11 +75,24 @@ def _box_bounds(schema, count):
     return low, high
 
 
-class Features:
-    """Turns an observation of ``schema`` into a fixed-length float vector."""
+MIN_IMAGE_SIDE = 16
 
-    def __init__(self, schema):
-        self.parts = []  # (size, center, half range, key path into the observation)
+
+def _image_shape(schema):
+    """(H, W, C) of an image-like Box, else None."""
+    shape = [int(d) for d in schema.get("shape", [])]
+    if len(shape) == 3 and min(shape[0], shape[1]) >= MIN_IMAGE_SIDE:
+        return tuple(shape)
+    return None
+
+
+class Features:
+    """Turns an observation of ``schema`` into a fixed-length float vector; ``image_grid`` G
+    pools images onto a G x G grid per channel first (None: no pooling)."""
+
+    def __init__(self, schema, image_grid=None):
+        self.image_grid = image_grid
+        self.parts = []  # (size, center, half range, key path, image shape or None)
         self._walk(schema, ())
         self.size = min(sum(part[0] for part in self.parts), MAX_FEATURES)
 
@@ -88,7 +106,14 @@ class Features:
             low, high = _box_bounds(schema, count)
             finite = np.isfinite(low) & np.isfinite(high) & (high > low)
             low, high = np.where(finite, low, -1.0), np.where(finite, high, 1.0)
-            self._add(path, count, (low + high) / 2, (high - low) / 2)
+            image = _image_shape(schema) if self.image_grid else None
+            if image is not None:
+                # Pooling keeps the mean, so the grid cells share the image's scaling.
+                cells = self.image_grid * self.image_grid * image[2]
+                center, half = float(np.mean((low + high) / 2)), float(np.mean((high - low) / 2))
+                self._add(path, cells, center, half, image)
+            else:
+                self._add(path, count, (low + high) / 2, (high - low) / 2)
         elif kind == "MultiDiscrete":
             nvec = np.array(_flat(schema["nvec"]), dtype=float)
             self._add(path, nvec.size, (nvec - 1) / 2, np.maximum((nvec - 1) / 2, 0.5))
@@ -103,16 +128,29 @@ class Features:
                 self._walk(schema["spaces"][key], (*path, key))
         # Text and unknown types carry no numbers this policy can use.
 
-    def _add(self, path, size, center, half):
-        self.parts.append((size, np.broadcast_to(center, size), np.broadcast_to(half, size), path))
+    def _add(self, path, size, center, half, image=None):
+        center, half = np.broadcast_to(center, size), np.broadcast_to(half, size)
+        self.parts.append((size, center, half, path, image))
+
+    def _pooled(self, value, image):
+        height, width, channels = image
+        grid = self.image_grid
+        pixels = _numbers(value)[: height * width * channels]
+        pixels = np.pad(pixels, (0, height * width * channels - pixels.size))
+        pixels = pixels.reshape(height, width, channels)
+        rows = np.array_split(np.arange(height), grid)
+        columns = np.array_split(np.arange(width), grid)
+        return np.array([pixels[r][:, c].mean(axis=(0, 1)) for r in rows for c in columns]).reshape(
+            -1
+        )
 
     def __call__(self, obs):
         chunks = []
-        for size, center, half, path in self.parts:
+        for size, center, half, path, image in self.parts:
             value = obs
             for key in path:
                 value = value[key]
-            numbers = _numbers(value)[:size]
+            numbers = self._pooled(value, image) if image else _numbers(value)[:size]
             if numbers.size < size:
                 numbers = np.pad(numbers, (0, size - numbers.size))
             chunks.append((numbers - center) / half)
@@ -188,25 +226,41 @@ class Actions:
         return out, at
 
 
-def load_params(path):
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+def _member(data):
     return np.array(data["weights"], dtype=float), np.array(data["bias"], dtype=float)
+
+
+def load_params(path):
+    """The first (or only) map of ``params.json`` as (weights, bias)."""
+    return load_population(path)[0]
+
+
+def load_population(path):
+    """Every map of ``params.json``: a one-element list unless it holds a ``population``."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return [_member(m) for m in data["population"]] if "population" in data else [_member(data)]
+
+
+def image_grid(path):
+    return json.loads(Path(path).read_text(encoding="utf-8")).get("image_grid")
 
 
 class Policy:
     def __init__(self, obs_space, action_space, env_meta):
-        self.features = Features(obs_space)
+        self.features = Features(obs_space, image_grid(PARAMS_FILE))
         self.actions = Actions(action_space)
-        self.weights, self.bias = load_params(PARAMS_FILE)
+        self.population = load_population(PARAMS_FILE)
         expected = (self.actions.size, self.features.size)
-        if self.weights.shape != expected or self.bias.shape != (self.actions.size,):
-            raise ValueError(
-                f"params.json has weights {self.weights.shape} and bias {self.bias.shape}; "
-                f"this task needs weights {expected} and bias ({self.actions.size},)"
-            )
+        for weights, bias in self.population:
+            if weights.shape != expected or bias.shape != (self.actions.size,):
+                raise ValueError(
+                    f"params.json has weights {weights.shape} and bias {bias.shape}; "
+                    f"this task needs weights {expected} and bias ({self.actions.size},)"
+                )
+        self.weights, self.bias = self.population[0]
 
     def reset(self, episode_index):
-        pass
+        self.weights, self.bias = self.population[int(episode_index) % len(self.population)]
 
     def act(self, obs):
         return self.actions(self.weights @ self.features(obs) + self.bias)
