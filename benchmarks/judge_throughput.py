@@ -67,12 +67,14 @@ def _call(url: str, body: object = None) -> dict:
         return json.load(reply)
 
 
-def agent(policy_file: str, batch: int, timings: str) -> None:
-    """Write the policy, then submit ``batch`` episodes per turn, back to back, recording when
-    the first request left and the last answer came."""
+def agent(env_id: str, batch: int) -> None:
+    """Write the policy, then submit ``batch`` episodes per turn, back to back, recording in
+    ``timings.json`` (in the workspace: the agent may run in the agent jail) when the first
+    request left and the last answer came."""
     system = Path(os.environ["EVOPOLICYGYM_SYSTEM"])
     system.mkdir(exist_ok=True)
-    (system / "policy.py").write_text(Path(policy_file).read_text())
+    (system / "policy.py").write_text(POLICIES.get(env_id, TOY))
+    timings = Path("timings.json")
     first = last = None
     number = 0
     for line in sys.stdin:
@@ -124,9 +126,6 @@ def plain_seconds(env_id: str, seeds: list[int]) -> float:
 def run_cell(env_id: str, jobs: int, isolation: str, workdir: Path) -> dict[str, float]:
     """One real run of the CLI; returns submit, finalize and whole-run seconds."""
     batch = BATCH[env_id]
-    policy = workdir / "policy.py"
-    policy.write_text(POLICIES.get(env_id, POLICIES["gym/cartpole"]) if env_id != "toy" else TOY)
-    timings = workdir / "timings.json"
     root = workdir / f"run-{env_id.replace('/', '_')}-{jobs}"
     budget = batch * SUBMITS if env_id != "toy" else 8
     command = [sys.executable, "-m", "evopolicygym.cli", "run", "--env", env_id]
@@ -134,7 +133,7 @@ def run_cell(env_id: str, jobs: int, isolation: str, workdir: Path) -> dict[str,
     if env_id != "toy":
         command += ["--valid-size", str(VALID), "--final-size", str(HELDOUT)]
     command += ["--isolation", isolation, "--agent", "command", "--"]
-    command += [sys.executable, __file__, "--agent", str(policy), str(batch), str(timings)]
+    command += [sys.executable, str(Path(__file__).resolve()), "--agent", env_id, str(batch)]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     whole = time.perf_counter() - started
@@ -142,7 +141,7 @@ def run_cell(env_id: str, jobs: int, isolation: str, workdir: Path) -> dict[str,
         raise RuntimeError(f"the run failed:\n{done.stderr[-2000:]}")
     record = json.loads((root / "run.json").read_text())
     return {
-        "submits": json.loads(timings.read_text())["submits_seconds"],
+        "submits": json.loads((root / "workspace" / "timings.json").read_text())["submits_seconds"],
         "finalize": record["timing"]["finalize_seconds"],
         "run": whole,
         "level": record["isolation"]["level"],
@@ -174,7 +173,7 @@ def train_seeds(env_id: str) -> list[int]:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--agent":
-        agent(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        agent(sys.argv[2], int(sys.argv[3]))
         return
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

@@ -44,7 +44,6 @@ from evopolicygym.envs import EnvSpec, get_env
 from evopolicygym.judge import (
     Judge,
     JudgePaths,
-    JudgeServer,
     JudgeSettings,
     Ledger,
     Selection,
@@ -58,6 +57,7 @@ from evopolicygym.protocol import (
     HARNESS_VERSION,
     AgentRecord,
     BudgetRecord,
+    FingerprintRecord,
     LimitsSection,
     Outcome,
     ProtocolFingerprint,
@@ -335,6 +335,22 @@ def run_from_config(
     spec = get_env(config.run.env, bulk=config.run.bulk)
     splits = run_splits(config, spec)
     plan = probe(config.run.isolation)  # an unavailable level stops here, before any file
+    jobs = config.run.jobs or os.cpu_count() or 1
+    # The lanes boot (an interpreter and its libraries per sandbox) while this process checks
+    # the settings, imports the HTTP server and starts the agent: a fast agent's first submit
+    # then finds warm workers. They write nothing until the run directory exists.
+    pool = WorkerPool(spec.model_dump(), jobs, config.limits, None, plan=plan)
+    pool.start()
+    try:
+        return _run_with_pool(config, spec, splits, plan, paths, pool, rerun, progress, display)
+    finally:
+        pool.close()
+        if display is not None:
+            display.close()
+
+
+def _run_with_pool(config, spec, splits, plan, paths, pool, rerun, progress, display):
+    """The part of :func:`run_from_config` that runs while the lanes boot, and after."""
     if rerun:
         with RunLock(paths.private / "lock", paths.root) if paths.private.exists() else _nothing():
             archived = archive_run(paths.root)
@@ -352,47 +368,36 @@ def run_from_config(
             paths.agents_md.write_text(agents_md_text())
         label = f"{config.run.model}/{spec.id}/{config.run.exp_id}"
         events = EventLog(paths.logs / "harness.log", progress, label, display)
-        jobs = config.run.jobs or os.cpu_count() or 1
-        pool = WorkerPool(
-            spec.model_dump(), jobs, config.limits, paths.logs / "workers.log", plan=plan
-        )
+        pool.log_to(paths.logs / "workers.log")
         finalize_progress = (
             (lambda line: display.finalize(label, line))
             if display is not None
             else (lambda line: progress(f"[{label}] finalize {line}"))
         )
-        try:
-            pool.prewarm()
-            fingerprint = interpreter_fingerprint(pool.module_files(), site_directories())
-            ledger = Ledger.open(
-                paths.private / "journal.jsonl",
-                config.run.budget,
-                checkpoints=paths.checkpoints,
-                feedback=paths.feedback,
-                fingerprint=fingerprint,
-            )
-            settings = JudgeSettings(
-                spec=spec,
-                schemas=spec.describe(),
-                splits=splits,
-                budget=config.run.budget,
-                minimum=config.run.minimum,
-                maximum=config.run.maximum or max(config.run.budget, 1),
-                limits=config.limits,
-                jobs=jobs,
-                # Mario's frames are stored compressed whatever the run says (envspec).
-                compress_images=config.run.compress_images or spec.compress_images,
-                isolation=plan.level,
-            )
-            judge = Judge(settings, paths.judge_paths(), ledger, events, pool)
-            return _drive_and_finish(
-                config, spec, splits, paths, ledger, judge, events, settings, label, progress,
-                plan, finalize_progress,
-            )  # fmt: skip
-        finally:
-            pool.close()
-            if display is not None:
-                display.close()
+        ledger = Ledger.open(
+            paths.private / "journal.jsonl",
+            config.run.budget,
+            checkpoints=paths.checkpoints,
+            feedback=paths.feedback,
+        )
+        settings = JudgeSettings(
+            spec=spec,
+            schemas=spec.describe(),
+            splits=splits,
+            budget=config.run.budget,
+            minimum=config.run.minimum,
+            maximum=config.run.maximum or max(config.run.budget, 1),
+            limits=config.limits,
+            jobs=pool.jobs,
+            # Mario's frames are stored compressed whatever the run says (envspec).
+            compress_images=config.run.compress_images or spec.compress_images,
+            isolation=plan.level,
+        )
+        judge = Judge(settings, paths.judge_paths(), ledger, events, pool)
+        return _drive_and_finish(
+            config, spec, splits, paths, ledger, judge, events, settings, label, progress,
+            plan, finalize_progress,
+        )  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -429,10 +434,21 @@ def _drive_and_finish(
     finalize_progress,
 ) -> RunRecord:
     """Let the agent spend the budget (if any is left), then finalize and write ``run.json``."""
+    # Flask is imported here, not at the top, so that it loads while the lanes boot.
+    from evopolicygym.judge import JudgeServer
+
     history = RunHistory.open(paths.private / "history.json")
     transcript = None  # no agent session when a resumed run has nothing left to spend
     harness = make_harness(config.agent)
     jail, jail_record = agent_jail(config.agent, harness, paths.workspace, paths.agent_state)
+    # The agent starts only once every lane host has imported its libraries, and their
+    # fingerprint is journaled: a library the agent patches after that changes the fingerprint.
+    judge.pool.prewarm()
+    ledger.append(
+        FingerprintRecord(
+            value=interpreter_fingerprint(judge.pool.module_files(), site_directories())
+        )
+    )
     if judge.phase == "open":
         with JudgeServer(judge, config.server.bind, config.server.port) as server:
             events(
@@ -493,15 +509,13 @@ def _drive_and_finish(
                 message=f"the agent stopped ({agent_record.reason}) with {unspent}{why}",
             ),
         )
-    elif (changed := _interpreter_change(judge, ledger)) is not None:
-        outcome = Outcome(
-            status="error", error=RunError(type="interpreter_changed", message=changed)
-        )
     else:
-        events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
-        selection = judge.finalize(finalize_progress)
-        outcome = _outcome(selection)
-        if (changed := _interpreter_change(judge, ledger)) is not None:
+        if (changed := _interpreter_change(judge, ledger)) is None:
+            events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
+            selection = judge.finalize(finalize_progress)
+            outcome = _outcome(selection)
+            changed = _interpreter_change(judge, ledger)
+        if changed is not None:
             outcome = Outcome(
                 status="error", error=RunError(type="interpreter_changed", message=changed)
             )

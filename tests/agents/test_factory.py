@@ -53,3 +53,10 @@ def test_unknown_kinds_list_the_valid_ones(kind):
     with pytest.raises(ValueError, match="builtin:hillclimb"):
         make_harness(AgentSection(kind=kind))
     assert "builtin:random" in KINDS
+
+
+def test_the_judge_names_exactly_the_built_in_agents_there_are():
+    from evopolicygym.agents._factory import BUILTIN_NAMES
+    from evopolicygym.agents.builtin import BUILTIN_AGENTS
+
+    assert sorted(BUILTIN_NAMES) == sorted(BUILTIN_AGENTS)

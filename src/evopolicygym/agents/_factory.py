@@ -11,10 +11,12 @@ from ._codex import CodexHarness
 from ._command import CommandHarness
 from ._kimi import KimiHarness
 from ._session import AgentHarness
-from .builtin import BUILTIN_AGENTS
 
 CLI_KINDS = ("codex", "claude", "kimi")
-KINDS = ("command", *CLI_KINDS, *(f"builtin:{name}" for name in sorted(BUILTIN_AGENTS)))
+# The built-in agents (agents.builtin.BUILTIN_AGENTS, run as their own processes): named here
+# so that the judge never imports their NumPy and CMA-ES code.
+BUILTIN_NAMES = ("cmaes", "explore", "hillclimb", "random")
+KINDS = ("command", *CLI_KINDS, *(f"builtin:{name}" for name in BUILTIN_NAMES))
 
 
 def builtin_argv(name: str) -> list[str]:
@@ -35,7 +37,7 @@ def make_harness(section: AgentSection) -> AgentHarness:
         return CommandHarness(section.argv, name=section.name, turn_timeout=section.turn_timeout)
     if kind.startswith("builtin:"):
         name = kind.removeprefix("builtin:")
-        if name not in BUILTIN_AGENTS:
+        if name not in BUILTIN_NAMES:
             raise ValueError(f"unknown built-in agent {name!r}; choose one of {', '.join(KINDS)}")
         return CommandHarness(
             builtin_argv(name), name=section.name, turn_timeout=section.turn_timeout

@@ -1,7 +1,15 @@
-"""The judge: ledger, submit pipeline, finalization, run integrity and the Flask HTTP server."""
+"""The judge: ledger, submit pipeline, finalization, run integrity and the Flask HTTP server.
+
+The HTTP server (Flask) is loaded on first use (PEP 562): a run starts its lanes first, and
+Flask is imported while they boot.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ._settings import EpisodeRunner, JudgePaths, JudgeSettings
-from .app import MAX_BODY_BYTES, JudgeServer, create_app
 from .core import Judge, JudgeError
 from .finalize import Selection
 from .integrity import IntegrityError, interpreter_fingerprint, load_key, seal
@@ -28,3 +36,16 @@ __all__ = [
     "verify_run",
     "write_atomic",
 ]
+
+if TYPE_CHECKING:
+    from .app import MAX_BODY_BYTES, JudgeServer, create_app
+
+_SERVER = {"MAX_BODY_BYTES", "JudgeServer", "create_app"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SERVER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.app"), name)
+    globals()[name] = value
+    return value

@@ -278,8 +278,9 @@ class JudgeServer:
             bind, port, self._gate, threaded=True, request_handler=_QuietHandler
         )
         self._gate.hosts = loopback_hosts(bind, self._server.server_address[1])
+        # A short poll: shutting down waits for it (werkzeug's default is half a second).
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="judge-http", daemon=True
+            target=self._server.serve_forever, args=(0.02,), name="judge-http", daemon=True
         )
 
     @property

@@ -28,6 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 from evopolicygym.protocol import (
     Closed,
     Evaluation,
+    FingerprintRecord,
     JournalRecord,
     OpenRecord,
     SubmitBegin,
@@ -145,8 +146,9 @@ class Ledger:
         if isinstance(record, OpenRecord):
             if self.opened_at is None:
                 self.opened_at = record.time
-                self.fingerprint = record.fingerprint
                 self.budget = self.budget or record.budget
+        elif isinstance(record, FingerprintRecord):
+            self.fingerprint = self.fingerprint or record.value
         elif isinstance(record, SubmitBegin):
             self._pending = record
         elif isinstance(record, SubmitCommit):
@@ -199,7 +201,6 @@ class Ledger:
         *,
         checkpoints: Path,
         feedback: Path,
-        fingerprint: str | None = None,
     ) -> Ledger:
         """Replay ``path`` (creating it and the run's key if absent), journal this session's
         start, and settle an interrupted submit."""
@@ -212,7 +213,7 @@ class Ledger:
             ledger = cls(path, budget, key)
         if ledger.closed is None:
             kind = "open" if ledger.opened_at is None else "resume"
-            ledger.append(OpenRecord(type=kind, budget=budget, fingerprint=fingerprint))
+            ledger.append(OpenRecord(type=kind, budget=budget))
         ledger._settle(checkpoints, feedback)
         return ledger
 

@@ -50,6 +50,7 @@ from ._instances import (
 from ._journal import (
     Closed,
     Evaluation,
+    FingerprintRecord,
     JournalRecord,
     OpenRecord,
     SubmitBegin,
@@ -99,6 +100,7 @@ __all__ = [
     "ErrorLine",
     "Evaluation",
     "Exited",
+    "FingerprintRecord",
     "ForkPolicy",
     "HostReply",
     "HostRequest",

@@ -23,12 +23,19 @@ class _Journal(BaseModel):
 
 
 class OpenRecord(_Journal):
-    """The run started (``resume``: continued after an interruption). ``fingerprint`` names the
-    interpreter and libraries the workers import (see ``judge.integrity``)."""
+    """The run started (``resume``: continued after an interruption)."""
 
     type: Literal["open", "resume"]
     budget: int
-    fingerprint: str | None = None
+
+
+class FingerprintRecord(_Journal):
+    """The interpreter and libraries the workers import, as found when a session's lane hosts
+    came up (``judge.integrity.interpreter_fingerprint``); the run's first one is the
+    reference every later check compares with."""
+
+    type: Literal["fingerprint"] = "fingerprint"
+    value: str
 
 
 class SubmitBegin(_Journal):
@@ -79,6 +86,12 @@ class Closed(_Journal):
 
 
 JournalRecord = Annotated[
-    OpenRecord | SubmitBegin | SubmitCommit | SubmitRollback | Evaluation | Closed,
+    OpenRecord
+    | FingerprintRecord
+    | SubmitBegin
+    | SubmitCommit
+    | SubmitRollback
+    | Evaluation
+    | Closed,
     Field(discriminator="type"),
 ]

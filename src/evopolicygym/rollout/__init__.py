@@ -1,16 +1,30 @@
-"""Episode execution: sandboxed workers, the episode loop, and the pool that drives them."""
+"""Episode execution: sandboxed workers, the episode loop, and the pool that drives them.
 
-from ._capture import CappedWriter, PolicyTimeout, Watchdog
-from ._episode import play_episode, seed_policy_randomness
-from ._exits import describe_exit
-from ._recorder import EXTERNALIZE_BYTES, EpisodeRecorder, externalize
-from .pool import (
-    EpisodeResult,
-    EpisodeTask,
-    InitFailure,
-    WorkerJob,
-    WorkerPool,
-)
+Names are loaded on first use (PEP 562): the judge needs the pool as early as possible to start
+its lanes, and the episode loop's NumPy only in workers.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "CappedWriter": "_capture",
+    "PolicyTimeout": "_capture",
+    "Watchdog": "_capture",
+    "play_episode": "_episode",
+    "seed_policy_randomness": "_episode",
+    "describe_exit": "_exits",
+    "EXTERNALIZE_BYTES": "_recorder",
+    "EpisodeRecorder": "_recorder",
+    "externalize": "_recorder",
+    "EpisodeResult": "pool",
+    "EpisodeTask": "pool",
+    "InitFailure": "pool",
+    "WorkerJob": "pool",
+    "WorkerPool": "pool",
+}
 
 __all__ = [
     "EXTERNALIZE_BYTES",
@@ -28,3 +42,19 @@ __all__ = [
     "play_episode",
     "seed_policy_randomness",
 ]
+
+if TYPE_CHECKING:
+    from ._capture import CappedWriter, PolicyTimeout, Watchdog
+    from ._episode import play_episode, seed_policy_randomness
+    from ._exits import describe_exit
+    from ._recorder import EXTERNALIZE_BYTES, EpisodeRecorder, externalize
+    from .pool import EpisodeResult, EpisodeTask, InitFailure, WorkerJob, WorkerPool
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -19,55 +19,49 @@ EXTERNALIZE_BYTES = 4096
 
 class EpisodeRecorder:
     """Collects the steps of one episode. ``obs_external`` forces external observation storage;
-    ``compress_images`` stores uint8 stacks as a compressed ``.npz``."""
+    ``compress_images`` stores uint8 stacks as a compressed ``.npz``.
+
+    One tuple per step (the cheapest thing to append); columns are split off at the end."""
 
     def __init__(self, observe, *, obs_external: bool, compress_images: bool):
         self.observe = observe
         self.obs_external = obs_external
         self.compress_images = compress_images
-        self.raw: list[Any] = []
-        self.visible: list[Any] = []
-        self.actions: list[Any] = []
-        self.rewards: list[float] = []
-        self.terminated: list[bool] = []
-        self.truncated: list[bool] = []
-        self.infos: list[dict[str, Any]] = []
+        self.steps: list[tuple[Any, Any, Any, Any]] = []
         # The policy's (list) form of an observation is kept only while the episode's
         # observations could still stay inline: an image's list form costs megabytes a step.
-        self.keep_visible = not obs_external
-        self.inline_bytes = 0
+        # Observations of a space have one size, so the first one says how many steps fit.
+        self.inline_steps = 0 if obs_external else None
 
     def add(self, raw_obs: Any, visible: Any, action: Any, turn: Any) -> None:
-        self.raw.append(raw_obs)
-        if self.keep_visible:
-            self.inline_bytes += _nbytes(raw_obs)
-            if self.inline_bytes > EXTERNALIZE_BYTES:
-                self.keep_visible = False
-                self.visible.clear()
-            else:
-                self.visible.append(visible)
-        self.actions.append(action)
-        self.rewards.append(turn.reward)
-        self.terminated.append(turn.terminated)
-        self.truncated.append(turn.truncated)
-        self.infos.append(turn.info)
+        steps = self.steps
+        if self.inline_steps is None:
+            self.inline_steps = EXTERNALIZE_BYTES // max(_nbytes(raw_obs), 1)
+        steps.append((raw_obs, visible if len(steps) < self.inline_steps else None, action, turn))
 
     def __len__(self) -> int:
-        return len(self.actions)
+        return len(self.steps)
 
     def finish(self) -> tuple[Steps, bytes, str | None]:
         """``(steps, observation file bytes, "npy" | "npz" | None)``."""
+        raw = [step[0] for step in self.steps]
+        turns = [step[3] for step in self.steps]
         observations, obs_format = externalize(
-            self.raw, always=self.obs_external, compress_images=self.compress_images
+            raw, always=self.obs_external, compress_images=self.compress_images
         )
         if observations is not None:
             column: list[Any] = []
-        elif self.keep_visible:
-            column = self.visible
+        elif self.inline_steps is not None and len(self.steps) <= self.inline_steps:
+            column = [step[1] for step in self.steps]
         else:  # large but not stackable (ragged): inline after all
-            column = [self.observe(raw) for raw in self.raw]
+            column = [self.observe(obs) for obs in raw]
         steps = Steps(
-            column, self.actions, self.rewards, self.terminated, self.truncated, self.infos
+            column,
+            [step[2] for step in self.steps],
+            [turn.reward for turn in turns],
+            [turn.terminated for turn in turns],
+            [turn.truncated for turn in turns],
+            [turn.info for turn in turns],
         )
         return steps, observations or b"", obs_format
 

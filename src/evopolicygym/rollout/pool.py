@@ -224,6 +224,11 @@ class _Worker:
             self.host.kill(self.child)
             self.host.wait_exit(self.child, timeout=10)
             self.closed = True
+        self.release()
+
+    def release(self) -> None:
+        """Release the judge's ends of a worker that is gone (or whose host is gone)."""
+        self.closed = True
         self.channel.close()
         self.lane.pool.output.remove(self.key)
 
@@ -312,14 +317,16 @@ class _Lane:
                 self.sealed = None
 
     def close(self) -> None:
+        """Stop the host, which kills every worker it forked, then release their pipes."""
         with self.lock:
-            for worker in (self.warm, self.sealed):
-                if worker is not None:
-                    worker.close()
+            workers = [w for w in (self.warm, self.sealed) if w is not None]
             self.warm = self.sealed = None
-            if self.host is not None:
-                self.host.close()
-                self.host = None
+        with self.host_lock:
+            host, self.host = self.host, None
+        if host is not None:
+            host.close()
+        for worker in workers:
+            worker.release()
 
 
 class WorkerPool:
@@ -352,9 +359,36 @@ class WorkerPool:
         self.lanes = [_Lane(self, number) for number in range(jobs)]
         # Housekeeping off the critical path: retiring used workers, starting warm ones.
         self._housekeeping = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool")
+        self._starting: threading.Thread | None = None
+        self._starting_lock = threading.Lock()
+        self._start_failure: BaseException | None = None
+
+    def start(self) -> None:
+        """Start every lane's host and warm train worker in the background; :meth:`prewarm`
+        then waits for them."""
+        with self._starting_lock:
+            if self._starting is None:
+                self._starting = threading.Thread(
+                    target=self._start_lanes, name="lanes", daemon=True
+                )
+                self._starting.start()
+
+    def _start_lanes(self) -> None:
+        try:
+            self._prewarm_lanes()
+        except BaseException as exc:  # re-raised by prewarm()
+            self._start_failure = exc
 
     def prewarm(self) -> None:
-        """Start every lane's host and warm train worker (in parallel; returns when done)."""
+        """Start every lane's host and warm train worker (in parallel; returns when done).
+        Re-raises what went wrong starting them."""
+        self.start()
+        assert self._starting is not None
+        self._starting.join()
+        if self._start_failure is not None:
+            raise self._start_failure
+
+    def _prewarm_lanes(self) -> None:
         threads = [threading.Thread(target=lane.prewarm, daemon=True) for lane in self.lanes]
         for thread in threads:
             thread.start()
@@ -367,13 +401,25 @@ class WorkerPool:
         for lane in self.lanes:
             self.background(lane.take_sealed)
 
+    def log_to(self, path: Path) -> None:
+        """Where lanes started from now on, and worker output nobody claimed, are logged (a
+        pool may start before its run directory exists)."""
+        self.log_path = path
+        self.output.log = path
+
     def background(self, task: Callable[[], Any]) -> None:
         self._housekeeping.submit(task)
 
     def close(self) -> None:
+        """Stop every lane (in parallel) and wait until nothing of the pool is left."""
+        if self._starting is not None:
+            self._starting.join()
         self._housekeeping.shutdown(wait=True)
-        for lane in self.lanes:
-            lane.close()
+        closing = [threading.Thread(target=lane.close, daemon=True) for lane in self.lanes]
+        for thread in closing:
+            thread.start()
+        for thread in closing:
+            thread.join()
         self.output.close()
 
     def module_files(self) -> list[str]:
