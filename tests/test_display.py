@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from evopolicygym.display import RunDisplay
+from evopolicygym.display import FinalizeStep, RunDisplay
 
 
 def feed(display: RunDisplay, budget: int = 8) -> None:
@@ -18,9 +18,9 @@ def feed(display: RunDisplay, budget: int = 8) -> None:
     display.event("m/toy/x", "run.finalize", {"ok_checkpoints": 2})
     for k in (1, 2):
         for done in (2, 4):
-            display.finalize("m/toy/x", f"validation {k}/2 (submit {k}): {done}/4 episodes")
+            display.finalize("m/toy/x", FinalizeStep(k, done, 4, checkpoint=k, checkpoints=2))
     for done in (4, 8):
-        display.finalize("m/toy/x", f"held-out (submit 1): {done}/8 episodes")
+        display.finalize("m/toy/x", FinalizeStep(1, done, 8))
     display.event("m/toy/x", "run.close", {"outcome": "completed"})
 
 
@@ -49,6 +49,8 @@ def test_verbose_shows_every_event_as_before():
     lines = stream.getvalue().splitlines()
     assert sum("submit.finish" in line for line in lines) == 8
     assert sum("finalize validation" in line for line in lines) == 4
+    assert "[m/toy/x] finalize validation 2/2 (submit 2): 4/4 episodes" in lines
+    assert "[m/toy/x] finalize held-out (submit 1): 8/8 episodes" in lines
 
 
 def test_a_terminal_gets_one_updating_line_per_phase():

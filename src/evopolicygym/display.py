@@ -7,17 +7,15 @@ information as plain lines, at most one per phase every ``interval`` seconds plu
 end of each phase. With ``verbose``, every progress event as one line (the detailed view).
 
 Input comes from the run's event log (``event(name, fields)``) and from the judge's finalize
-progress lines (``finalize(text)``: ``validation K/N (submit S): n/m episodes`` and
-``held-out (submit S): n/m episodes``); anything else is passed through as a line.
+progress (``finalize(label, step)`` with a :class:`FinalizeStep`).
 """
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 SHOWN = {
     "submit.finish",
@@ -28,8 +26,26 @@ SHOWN = {
     "judge.error",
 }
 ALWAYS = {"agent.retry", "agent.retry.exhausted", "judge.error"}
-VALIDATION = re.compile(r"validation (\d+)/(\d+) \(submit (\d+)\): (\d+)/(\d+) episodes")
-HELDOUT = re.compile(r"held-out \(submit (\d+)\): (\d+)/(\d+) episodes")
+
+
+class FinalizeStep(NamedTuple):
+    """Progress of finalization: ``done`` of ``total`` hidden episodes of submit ``submit``
+    evaluated. ``checkpoint`` of ``checkpoints`` numbers a validation among the run's ok
+    checkpoints; both are 0 for the held-out evaluation. ``str()`` gives the log line."""
+
+    submit: int
+    done: int
+    total: int
+    checkpoint: int = 0
+    checkpoints: int = 0
+
+    @property
+    def phase(self) -> str:
+        return "validation" if self.checkpoints else "held-out"
+
+    def __str__(self) -> str:
+        where = f" {self.checkpoint}/{self.checkpoints}" if self.checkpoints else ""
+        return f"{self.phase}{where} (submit {self.submit}): {self.done}/{self.total} episodes"
 
 
 def _short(value: Any) -> str:
@@ -175,27 +191,26 @@ class RunDisplay:
         elif name == "run.close":
             self.close()
 
-    def finalize(self, label: str, text: str) -> None:
-        """One progress line of the judge's finalization."""
+    def finalize(self, label: str, step: FinalizeStep) -> None:
+        """One progress step of the judge's finalization."""
         self.label = label
         if self.verbose:
-            self.line(f"[{label}] finalize {text}")
+            self.line(f"[{label}] finalize {step}")
             return
-        if match := VALIDATION.match(text):
-            k, n, _submit, done, per = (int(g) for g in match.groups())
+        if step.checkpoints:
+            k, n, per = step.checkpoint, step.checkpoints, step.total
             phase = self.phases.get("validation")
             if phase is None or phase.total != n * per:
-                current = (k - 1) * per + done
+                current = (k - 1) * per + step.done
                 phase = Phase("validation", n * per, current, base=current)
                 self.phases["validation"] = phase
-            phase.done = (k - 1) * per + done
+            phase.done = (k - 1) * per + step.done
             phase.note = f"checkpoint {k}/{n}"
             self._show("validation", "episodes", force=phase.done >= phase.total)
-        elif match := HELDOUT.match(text):
-            submit, done, total = (int(g) for g in match.groups())
-            phase = self.phases.setdefault("held-out", Phase("held-out", total, done, base=done))
-            phase.done = done
-            phase.note = f"submit {submit}"
-            self._show("held-out", "episodes", force=done >= total)
         else:
-            self.line(f"[{label}] finalize {text}")
+            phase = self.phases.setdefault(
+                "held-out", Phase("held-out", step.total, step.done, base=step.done)
+            )
+            phase.done = step.done
+            phase.note = f"submit {step.submit}"
+            self._show("held-out", "episodes", force=step.done >= step.total)

@@ -370,9 +370,9 @@ def _run_with_pool(config, spec, splits, plan, paths, pool, rerun, progress, dis
         events = EventLog(paths.logs / "harness.log", progress, label, display)
         pool.log_to(paths.logs / "workers.log")
         finalize_progress = (
-            (lambda line: display.finalize(label, line))
+            (lambda step: display.finalize(label, step))
             if display is not None
-            else (lambda line: progress(f"[{label}] finalize {line}"))
+            else (lambda step: progress(f"[{label}] finalize {step}"))
         )
         ledger = Ledger.open(
             paths.private / "journal.jsonl",

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from evopolicygym.cases import generate_splits
+from evopolicygym.display import FinalizeStep
 from evopolicygym.envs import get_env
 from evopolicygym.judge import Judge, JudgeSettings, Ledger
 from evopolicygym.protocol import EpisodeDone, LimitsSection, LoadFailed, Verdict
@@ -111,8 +112,16 @@ def test_selection_takes_the_best_validation_mean_and_the_latest_on_ties(make_ju
     judge = make_judge()
     for action in (0, 2, 2, 1):
         _submit(judge, action, [0])
-    selection = judge.finalize()
+    steps: list[FinalizeStep] = []
+    selection = judge.finalize(steps.append)
     assert selection.best == 2 and selection.tampered == []
+    # Progress: each validation counts its 16 episodes in quarters, then the held-out its 32.
+    assert [tuple(s) for s in steps if s.done == s.total] == [
+        *((k, 16, 16, k + 1, 4) for k in range(4)),
+        (2, 32, 32, 0, 0),
+    ]
+    assert [s.done for s in steps if s.checkpoint == 1] == [4, 8, 12, 16]
+    assert str(steps[-1]) == "held-out (submit 2): 32/32 episodes"
     valid = judge.settings.splits.valid
     assert selection.val_scores[1] == sum(s % 8 + 2 for s in valid) / len(valid)
     heldout = judge.settings.splits.heldout

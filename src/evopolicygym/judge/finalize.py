@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evopolicygym.display import FinalizeStep
 from evopolicygym.protocol import Evaluation, Verdict
 from evopolicygym.rollout import EpisodeResult, EpisodeTask, InitFailure, WorkerJob
 
@@ -23,7 +24,8 @@ from ._settings import EpisodeRunner, EventLog, JudgePaths, JudgeSettings
 from .feedback import episode_statistics
 from .ledger import Ledger, submit_dirname
 
-Progress = Callable[[str], None]
+# Called a few times per evaluated checkpoint (and once when it is done), from pool threads.
+Progress = Callable[[FinalizeStep], None]
 
 
 @dataclass
@@ -64,10 +66,10 @@ class Finalizer:
         for number, submit in enumerate(candidates, 1):
             if submit.index in self.ledger.validation:
                 continue
-            label = f"validation {number}/{len(candidates)} (submit {submit.index})"
+            step = FinalizeStep(submit.index, 0, len(splits.valid), number, len(candidates))
             self.ledger.append(
                 self._evaluate(
-                    "validation", submit.index, submit.cost, splits.valid, label, progress
+                    "validation", submit.index, submit.cost, splits.valid, step, progress
                 )
             )
         validation = dict(sorted(self.ledger.validation.items()))
@@ -89,8 +91,8 @@ class Finalizer:
                 tampered.append(index)
                 continue
             cost = next(s.cost for s in candidates if s.index == index)
-            label = f"held-out (submit {index})"
-            heldout = self._evaluate("heldout", index, cost, splits.heldout, label, progress)
+            step = FinalizeStep(index, 0, len(splits.heldout))
+            heldout = self._evaluate("heldout", index, cost, splits.heldout, step, progress)
             self.ledger.append(heldout)
             if heldout.failure == Verdict.TAMPERED:
                 tampered.append(index)
@@ -125,7 +127,7 @@ class Finalizer:
         index: int,
         cost: int,
         seeds: list[int],
-        label: str,
+        start: FinalizeStep,
         progress: Progress,
     ) -> Evaluation:
         job = self._verified_job(index, cost)
@@ -149,7 +151,7 @@ class Finalizer:
             with lock:
                 done[0] += 1
                 if done[0] % step == 0 or done[0] == len(tasks):
-                    progress(f"{label}: {done[0]}/{len(tasks)} episodes")
+                    progress(start._replace(done=done[0]))
 
         outcome = self.pool.run(
             job,
