@@ -23,6 +23,7 @@ def test_report_files_from_records_with_a_failed_run(smoke_like_suite, tmp_path)
     for job in suite.jobs:
         if job.env == "gym/cartpole" and job.agent_label == "hillclimb":
             record = make_record(job.env, job.model, status="error", submits=[("ok", 2, 9.0)])
+            record.isolation = {"level": "process"}
         else:
             record = make_record(
                 job.env,
@@ -30,6 +31,7 @@ def test_report_files_from_records_with_a_failed_run(smoke_like_suite, tmp_path)
                 final_score=scores[job.agent_label],
                 submits=[("ok", 2, 1.0), ("init_error", 1, None), ("ok", 1, 2.0)],
             )
+            record.isolation = {"level": "namespaced"}
         write_record(job.record_path, record)
     files = ReportFiles.in_dir(tmp_path / "results")
     report = build_report(smoke_like_suite, files, archive=ARCHIVE)
@@ -38,6 +40,7 @@ def test_report_files_from_records_with_a_failed_run(smoke_like_suite, tmp_path)
     assert len(table) == 4
     assert sorted(table["status"]) == ["completed", "completed", "completed", "error"]
     assert list(table.loc[0, "curve_episodes"]) == [2, 3, 4]
+    assert sorted(table["isolation"]) == ["namespaced"] * 3 + ["process"]
 
     board = pd.read_csv(files.scores).set_index("entrant")
     assert board.loc["hillclimb", "rank_score"] == 0.5  # wins toy, placed last on cartpole (error)
@@ -45,7 +48,7 @@ def test_report_files_from_records_with_a_failed_run(smoke_like_suite, tmp_path)
     assert set(board.index) == {"random", "hillclimb"}  # no archived env in this suite
 
     markdown = files.leaderboard.read_text()
-    assert "4 runs: 3 completed, 1 error" in markdown
+    assert "4 runs: 3 completed, 1 error; policy isolation: 3 namespaced, 1 process" in markdown
     assert "— (1/1 not completed)" in markdown
     assert "AgentError: agent exited with code 1" in markdown
 

@@ -26,6 +26,7 @@ RUN_COLUMNS = [
     "env",
     "entrant",
     "status",
+    "isolation",
     "final_score",
     "best_submit_index",
     "n_submits",
@@ -113,7 +114,15 @@ class Report:
 
     def summary_line(self) -> str:
         counts = ", ".join(f"{n} {status}" for status, n in sorted(self.status_counts().items()))
-        return f"{len(self.table)} runs: {counts or 'none'}"
+        line = f"{len(self.table)} runs: {counts or 'none'}"
+        levels = self.table["isolation"].fillna("").value_counts()
+        levels = {str(k): int(v) for k, v in levels.items() if k}
+        if levels:
+            # A weaker level than the others is worth a glance (docs/SECURITY.md says what
+            # each level stops).
+            shown = ", ".join(f"{n} {level}" for level, n in sorted(levels.items()))
+            line += f"; policy isolation: {shown}"
+        return line
 
     def per_env(self) -> pd.DataFrame:
         return self.main.per_env() if self.main else pd.DataFrame()

@@ -43,6 +43,7 @@ COLUMNS = [
     "finalize_seconds",
     "error",
     "harness_version",
+    "isolation",
     "protocol",
     "fingerprint",
     "heldout_se",
@@ -109,6 +110,8 @@ def _row_from_record(record: RunRecord) -> dict:
         "finalize_seconds": record.timing.finalize_seconds,
         "error": error,
         "harness_version": record.harness_version,
+        # The level policy code ran at (records before schema 0.4 do not say).
+        "isolation": str(record.isolation.get("level") or ""),
         "protocol": fingerprint.digest(per_env=False),
         "fingerprint": fingerprint.model_dump_json(),
         "heldout_se": heldout_se,
