@@ -4,10 +4,11 @@ from ._archive import archive_cells, published_archive, read_archive
 from ._baselines import baseline_markdown
 from ._build import Report, ReportFiles, assemble, build_report, run_line
 from ._curves import plot_learning_curves
+from ._diagnostics import learning_curve
 from ._rank import cells_from_runs, place_entrants, rank_scores
 from ._readiness import readiness_table, write_readiness
 from ._screenshot import ScreenshotError, screenshot
-from ._table import learning_curve, read_record, record_row, results_table
+from ._table import read_record, record_row, results_table
 
 __all__ = [
     "Report",

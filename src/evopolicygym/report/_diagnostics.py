@@ -26,6 +26,27 @@ DIAGNOSTIC_COLUMNS = [
 ]
 
 
+def learning_curve(record: RunRecord) -> tuple[list[int], list[float | None]]:
+    """Best-so-far train mean return after each submit, against episodes spent so far.
+
+    Every charged submit advances the x axis by its cost (failed ones too: they spent budget);
+    only ``ok`` submits with a mean can raise the best. ``None`` until the first ok submit.
+    """
+    episodes: list[int] = []
+    best: list[float | None] = []
+    spent = 0
+    current: float | None = None
+    for submit in sorted(record.submits, key=lambda s: s.index):
+        if submit.cost == 0:
+            continue  # rejected requests spend nothing
+        spent += submit.cost
+        if submit.status == "ok" and submit.mean_return is not None:
+            current = submit.mean_return if current is None else max(current, submit.mean_return)
+        episodes.append(spent)
+        best.append(current)
+    return episodes, best
+
+
 def episodes_to_fraction(
     episodes: list[int], best: list[float | None], fraction: float
 ) -> int | None:
@@ -102,8 +123,6 @@ def edit_kind(before: dict[str, str], after: dict[str, str]) -> str:
 
 def diagnostics(record: RunRecord, run_dir: Path) -> dict:
     """The diagnostic columns of one run (see :data:`DIAGNOSTIC_COLUMNS`)."""
-    from ._table import learning_curve
-
     charged = [s for s in sorted(record.submits, key=lambda s: s.index) if s.cost > 0]
     episodes, best = learning_curve(record)
     outcome = record.outcome

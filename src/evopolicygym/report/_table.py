@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from ..protocol import RunRecord
 from ..suites import Suite
-from ._diagnostics import DIAGNOSTIC_COLUMNS, diagnostics
+from ._diagnostics import DIAGNOSTIC_COLUMNS, diagnostics, learning_curve
 from ._protocol import fingerprint_of
 
 # Statuses beyond run.json's outcome.status: the record is absent, or present but unreadable.
@@ -53,27 +53,6 @@ COLUMNS = [
     "curve_best",
     "heldout_returns",
 ]
-
-
-def learning_curve(record: RunRecord) -> tuple[list[int], list[float | None]]:
-    """Best-so-far train mean return after each submit, against episodes spent so far.
-
-    Every charged submit advances the x axis by its cost (failed ones too: they spent budget);
-    only ``ok`` submits with a mean can raise the best. ``None`` until the first ok submit.
-    """
-    episodes: list[int] = []
-    best: list[float | None] = []
-    spent = 0
-    current: float | None = None
-    for submit in sorted(record.submits, key=lambda s: s.index):
-        if submit.cost == 0:
-            continue  # rejected requests spend nothing
-        spent += submit.cost
-        if submit.status == "ok" and submit.mean_return is not None:
-            current = submit.mean_return if current is None else max(current, submit.mean_return)
-        episodes.append(spent)
-        best.append(current)
-    return episodes, best
 
 
 def _row_from_record(record: RunRecord) -> dict:
