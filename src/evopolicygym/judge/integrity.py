@@ -91,9 +91,23 @@ def interpreter_fingerprint(modules: list[str], site_dirs: list[str]) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+# Digests already taken by this process, keyed by the file's identity and change times: a
+# write changes mtime and ctime (to the file system's timestamp granularity), a replacement the
+# inode, and ctime cannot be set back, so the later fingerprints of a run re-read only files
+# that changed. (At the namespaced and basic levels policy code cannot write there at all.)
+_DIGESTS: dict[str, tuple[tuple[int, int, int, int], bytes]] = {}
+
+
 def _content(path: str) -> bytes:
     try:
         with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).digest()
+            info = os.fstat(handle.fileno())
+            identity = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+            cached = _DIGESTS.get(path)
+            if cached is not None and cached[0] == identity:
+                return cached[1]
+            digest = hashlib.sha256(handle.read()).digest()
     except OSError:
         return b"missing"
+    _DIGESTS[path] = (identity, digest)
+    return digest
