@@ -105,8 +105,15 @@ def test_cmaes_agent_plays_generations_then_single_policies(live_judge):
     assert all(len(set(s["env_instances"])) == 1 for s in generations)
     assert len({s["env_instances"][0] for s in generations}) == len(generations)
     assert all(s["n_episodes"] == plan.popsize for s in generations)
-    assert len(done) - len(generations) == plan.final_submits == 2
-    assert texts[-1].startswith("CMA-ES final (mean)")
+    assert len(done) - len(generations) == plan.final_submits == 3
+    # The wide and the narrow search take turns; the finals are the best candidate seen, then
+    # each search's mean.
+    assert [("wide" in t, "narrow" in t) for t in texts[:4]] == [(True, False), (False, True)] * 2
+    assert [t.split(":")[0] for t in texts[-3:]] == [
+        "CMA-ES final (best candidate)",
+        "CMA-ES final (wide search's mean)",
+        "CMA-ES final (narrow search's mean)",
+    ]
     checkpoints = live_judge.paths.checkpoints
     first = json.loads((checkpoints / "submit_000" / "params.json").read_text())
     last = json.loads((checkpoints / f"submit_{len(done) - 1:03d}" / "params.json").read_text())
@@ -132,13 +139,13 @@ def test_explore_agent_searches_rules_and_ends_with_the_incumbent(live_judge):
     assert len(final["preference"]) == 3 and "population" not in final
 
 
-def test_cmaes_budget_plan_keeps_generations_and_two_final_submits():
+def test_cmaes_budget_plan_keeps_generations_of_both_searches_and_three_final_submits():
     from evopolicygym.agents.builtin import BudgetView
-    from evopolicygym.agents.builtin._cmaes import MIN_GENERATIONS, plan_budget
+    from evopolicygym.agents.builtin._cmaes import MIN_GENERATIONS, SPREADS, plan_budget
 
     plan = plan_budget(108, BudgetView(128, 1, 128, 1024, False, 128), (6, 17))
     search = 128 - plan.final_submits * plan.final_size
-    assert plan.final_submits == 2 and plan.final_size == 4
-    assert search // plan.popsize >= MIN_GENERATIONS and plan.popsize == 18
+    assert plan.final_submits == 3 and plan.final_size == 4
+    assert search // plan.popsize >= MIN_GENERATIONS * len(SPREADS) and plan.popsize == 9
     tiny = plan_budget(108, BudgetView(4, 1, 2, 8, False, 4), (6, 17))
     assert tiny.popsize <= 2

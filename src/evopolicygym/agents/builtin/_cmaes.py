@@ -8,11 +8,16 @@ Plan of a run (fixed at the first turn from ``GET /info``):
   plays member ``i``, so a generation of ``popsize`` candidates costs ``popsize`` episodes and one
   checkpoint. Every member of a generation plays the same train case (common random numbers):
   the ranking then compares policies, not start states. The case moves on every generation.
-- The population size is CMA-ES's default ``4 + 3 ln n``, capped so that the search gets at least
-  ``MIN_GENERATIONS`` generations of the budget and fits the submit bounds. Above
+- Two searches share the budget, generation by generation, both from the zero map (in the spirit
+  of BIPOP-CMA-ES's two regimes): a *wide* one (``SPREADS[0]``), which finds rewards that only a
+  bold policy reaches (MountainCar's goal, a running gait), and a *narrow* one (``SPREADS[1]``),
+  which improves on a zero map that is already good (Pusher and Ant lose to any large
+  perturbation). Neither step size wins everywhere; together they do not lose much anywhere.
+- The population size is CMA-ES's default ``4 + 3 ln n``, capped so that each search gets at
+  least ``MIN_GENERATIONS`` generations of the budget and fits the submit bounds. Above
   ``DIAGONAL_ABOVE`` parameters the covariance is diagonal (sep-CMA), which learns faster from few
   samples.
-- The last ``FINAL_SUBMITS`` submits play single policies: the best candidate seen and the
+- The last ``FINAL_SUBMITS`` submits play single policies: the best candidate seen and each
   search's mean. Finalization validates every ok checkpoint on hidden cases and keeps the best,
   so these are the candidates for the score; the generations before them rarely win (a population
   plays mostly unfinished candidates).
@@ -39,13 +44,14 @@ from ._client import JudgeClient
 from ._serve import CannotPlay
 
 STATE_FILE = "cmaes_state.pkl"
+_REGIMES = ("wide", "narrow")
 IMAGE_GRID = 4
-# Step size per output: a candidate's pre-activations then have a standard deviation of about
-# INITIAL_SPREAD whatever the number of features, instead of saturating every action.
-INITIAL_SPREAD = 0.5
-MIN_GENERATIONS = 6
+# Initial step sizes of the wide and the narrow search: a candidate's pre-activations then have
+# about this standard deviation whatever the number of features.
+SPREADS = (0.5, 0.1)
+MIN_GENERATIONS = 6  # per search
 DIAGONAL_ABOVE = 100
-FINAL_SUBMITS = 2
+FINAL_SUBMITS = 1 + len(SPREADS)  # the best candidate, then each search's mean
 
 
 @dataclass
@@ -63,7 +69,7 @@ class CmaesState:
     """Everything the search needs to continue (pickled between turns)."""
 
     plan: CmaesPlan
-    strategy: Any
+    strategies: list[Any]
     cursor: int = 0
     generations: int = 0
     best_params: list[float] | None = None
@@ -83,7 +89,8 @@ def plan_budget(n_params: int, budget: BudgetView, shapes: tuple[int, int]) -> C
     final_size = max(minimum, min(maximum, remaining // 32 or 1))
     finals = FINAL_SUBMITS if remaining - FINAL_SUBMITS * final_size >= 2 * minimum else 1
     search = remaining - finals * final_size
-    popsize = min(default_popsize(n_params), max(4, search // MIN_GENERATIONS), maximum, search)
+    generations = MIN_GENERATIONS * len(SPREADS)
+    popsize = min(default_popsize(n_params), max(4, search // generations), maximum, search)
     popsize = max(popsize, minimum)
     if search < popsize:
         if remaining < minimum:
@@ -135,9 +142,13 @@ class CmaesAgent:
             # adaptation) injects samples that a population of 2 has no room for.
             "AdaptSigma": cma.sigma_adaptation.CMAAdaptSigmaCSA,
         }
-        sigma = INITIAL_SPREAD / math.sqrt(features.size + 1)
-        strategy = cma.CMAEvolutionStrategy(np.zeros(n_params), sigma, options)
-        return CmaesState(plan=plan, strategy=strategy)
+        strategies = [
+            cma.CMAEvolutionStrategy(
+                np.zeros(n_params), spread / math.sqrt(features.size + 1), options
+            )
+            for spread in SPREADS
+        ]
+        return CmaesState(plan=plan, strategies=strategies)
 
     def _save(self) -> None:
         temporary = self.state_file.with_name(self.state_file.name + ".tmp")
@@ -190,7 +201,10 @@ class CmaesAgent:
 
     def _generation(self, budget: BudgetView) -> str:
         state = self.state
-        population = state.strategy.ask()
+        # The searches take turns, the wide one first.
+        which = state.generations % len(state.strategies)
+        strategy = state.strategies[which]
+        population = strategy.ask()
         case = self._next_case(budget.n_instances)
         self._write_policy(population)
         answer = self.client.submit([case] * len(population))
@@ -201,16 +215,16 @@ class CmaesAgent:
         # cma minimizes; an episode that errored has a null return and ranks last.
         scores = self.scores(answer, returns)
         worst = min((s for s in scores if math.isfinite(s)), default=0.0)
-        state.strategy.tell(population, [-(s if math.isfinite(s) else worst - 1) for s in scores])
+        strategy.tell(population, [-(s if math.isfinite(s) else worst - 1) for s in scores])
         state.generations += 1
         best = int(np.argmax(scores))
         if scores[best] > state.best_return:
             state.best_return, state.best_params = scores[best], list(population[best])
         finite = [s for s in scores if math.isfinite(s)]
         return (
-            f"CMA-ES generation {state.generations} ({len(population)} candidates on case "
-            f"{case}): {_outcome(answer)}; best {max(finite, default=math.nan):.3f}, "
-            f"step size {state.strategy.sigma:.3f}"
+            f"CMA-ES generation {state.generations}, {_REGIMES[which]} search "
+            f"({len(population)} candidates on case {case}): {_outcome(answer)}; "
+            f"best {max(finite, default=math.nan):.3f}, step size {strategy.sigma:.3f}"
         )
 
     def _final(self, budget: BudgetView) -> str:
@@ -219,9 +233,15 @@ class CmaesAgent:
             budget.remaining if state.finals_done + 1 >= plan.final_submits else plan.final_size
         )
         assert size is not None  # _waiting covered the case
-        mean = list(state.strategy.mean)
-        which = "best candidate" if state.finals_done == 0 and state.best_params else "mean"
-        params = state.best_params if which == "best candidate" else mean
+        # The best candidate first (when there is one), then the searches' means in turn.
+        means = len(state.strategies)
+        number = state.finals_done - (1 if state.best_params else 0)
+        if number < 0:
+            which, params = "best candidate", state.best_params
+        else:
+            search = number % means
+            which = f"{_REGIMES[search]} search's mean"
+            params = list(state.strategies[search].mean)
         self._write_policy([params])
         ids = [self._next_case(budget.n_instances) for _ in range(size)]
         answer = self.client.submit(ids)
