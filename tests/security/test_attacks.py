@@ -136,7 +136,9 @@ def test_a_fork_bomb_hits_the_process_cap_and_leaves_nothing_behind(arena):
     assert (
         error["category"] == "act_error" and "Resource temporarily unavailable" in error["message"]
     )
-    assert len(_settled(before)) <= before, "processes of the fork bomb outlived its episode"
+    # Up to 15 s: on a loaded machine, killing a few dozen spinning processes takes a while.
+    left = _settled(before, seconds=15.0)
+    assert len(left) <= before, "processes of the fork bomb outlived its episode"
     arena.served_normally()
 
 
