@@ -10,15 +10,17 @@ Gymnasium adapter's, unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 
 import gymnasium
 
 from ._contract import SpaceSchemas
+from ._spec import EnvSpec
 from .gymnasium_adapter import GymnasiumWorld, action_labels
 from .spaces import space_schema
 
-__all__ = ["action_names", "env_schemas", "wrapped_world"]
+__all__ = ["action_names", "adapter_functions", "env_schemas", "wrapped_world"]
 
 
 def action_names(env: gymnasium.Env) -> list[str] | None:
@@ -52,3 +54,22 @@ def env_schemas(env: gymnasium.Env) -> SpaceSchemas:
 def wrapped_world(spec, env: gymnasium.Env) -> GymnasiumWorld:
     """The Gymnasium adapter's world around ``env`` (built by the family module)."""
     return GymnasiumWorld(spec, env=env)
+
+
+def adapter_functions(
+    make_env: Callable[[EnvSpec], gymnasium.Env],
+) -> tuple[Callable[[EnvSpec], GymnasiumWorld], Callable[[EnvSpec], SpaceSchemas]]:
+    """``make_world`` and ``describe`` of a family module whose environments ``make_env``
+    builds (both raise what ``make_env`` raises)."""
+
+    def make_world(spec: EnvSpec) -> GymnasiumWorld:
+        return wrapped_world(spec, make_env(spec))
+
+    def describe(spec: EnvSpec) -> SpaceSchemas:
+        env = make_env(spec)
+        try:
+            return env_schemas(env)
+        finally:
+            env.close()
+
+    return make_world, describe

@@ -20,10 +20,8 @@ import os
 
 import gymnasium
 
-from ._contract import SpaceSchemas
 from ._spec import EnvSpec, MissingExtraError
-from ._wrapped import env_schemas, wrapped_world
-from .gymnasium_adapter import GymnasiumWorld
+from ._wrapped import adapter_functions
 from .gymnasium_adapter import make_env as make_gymnasium_env
 
 __all__ = ["JAX_PLATFORM", "describe", "make_env", "make_world"]
@@ -44,13 +42,4 @@ def make_env(spec: EnvSpec) -> gymnasium.Env:
         raise MissingExtraError(spec.id, spec.extra or "jax", exc) from exc
 
 
-def make_world(spec: EnvSpec) -> GymnasiumWorld:
-    return wrapped_world(spec, make_env(spec))
-
-
-def describe(spec: EnvSpec) -> SpaceSchemas:
-    env = make_env(spec)
-    try:
-        return env_schemas(env)
-    finally:
-        env.close()
+make_world, describe = adapter_functions(make_env)

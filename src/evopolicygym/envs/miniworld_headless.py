@@ -24,10 +24,8 @@ import importlib
 
 import gymnasium
 
-from ._contract import SpaceSchemas
 from ._spec import EnvSpec, MissingExtraError
-from ._wrapped import env_schemas, wrapped_world
-from .gymnasium_adapter import GymnasiumWorld
+from ._wrapped import adapter_functions
 from .gymnasium_adapter import make_env as make_gymnasium_env
 
 __all__ = [
@@ -78,13 +76,4 @@ def make_env(spec: EnvSpec) -> gymnasium.Env:
     return make_gymnasium_env(spec)
 
 
-def make_world(spec: EnvSpec) -> GymnasiumWorld:
-    return wrapped_world(spec, make_env(spec))
-
-
-def describe(spec: EnvSpec) -> SpaceSchemas:
-    env = make_env(spec)
-    try:
-        return env_schemas(env)
-    finally:
-        env.close()
+make_world, describe = adapter_functions(make_env)

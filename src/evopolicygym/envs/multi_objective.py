@@ -16,10 +16,8 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 
-from ._contract import SpaceSchemas
 from ._spec import EnvSpec, MissingExtraError
-from ._wrapped import env_schemas, wrapped_world
-from .gymnasium_adapter import GymnasiumWorld
+from ._wrapped import adapter_functions
 from .gymnasium_adapter import make_env as make_gymnasium_env
 
 __all__ = ["describe", "make_env", "make_world", "reward_weights"]
@@ -60,13 +58,4 @@ def make_env(spec: EnvSpec) -> gymnasium.Env:
         raise
 
 
-def make_world(spec: EnvSpec) -> GymnasiumWorld:
-    return wrapped_world(spec, make_env(spec))
-
-
-def describe(spec: EnvSpec) -> SpaceSchemas:
-    env = make_env(spec)
-    try:
-        return env_schemas(env)
-    finally:
-        env.close()
+make_world, describe = adapter_functions(make_env)
