@@ -17,7 +17,7 @@ from evopolicygym.envs import get_env
 from evopolicygym.judge import Judge, JudgeServer, JudgeSettings, Ledger
 from evopolicygym.protocol import LimitsSection
 from evopolicygym.rollout import WorkerPool
-from evopolicygym.runs import EventLog, RunPaths
+from evopolicygym.run_session import EventLog, RunPaths
 from evopolicygym.sandbox import probe
 
 

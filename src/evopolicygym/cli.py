@@ -78,6 +78,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from evopolicygym.sandbox import probe_soon
+
+    probe_soon(args.isolation or "auto")  # runs while the settings and libraries load
     from evopolicygym.display import RunDisplay
     from evopolicygym.runs import run_from_config, run_root
 
@@ -645,29 +648,42 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    from evopolicygym.agents import AgentCommandError, JailUnavailable
-    from evopolicygym.cases import SplitError
-    from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
-    from evopolicygym.judge import IntegrityError, JournalCorrupt
-    from evopolicygym.preflight import PreflightError
-    from evopolicygym.run_config import RunConfigError
-    from evopolicygym.run_lock import RunLockedError
-    from evopolicygym.sandbox import IsolationUnavailable
-
     # SIGTERM (scancel, Snakemake, Kubernetes) unwinds like Ctrl-C: workers stopped, journal
     # closed, run lock released, so the run can be resumed.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.handler(args)
-    except RunConfigError as exc:  # a missing --budget or agent argv: exit status 1
+    except KeyboardInterrupt as exc:
+        print("evopolicygym: interrupted; run the same command again to resume", file=sys.stderr)
+        signum = exc.args[0] if exc.args and isinstance(exc.args[0], int) else signal.SIGINT
+        return 128 + signum
+    except Exception as exc:
+        return _report_error(exc)
+
+
+def _report_error(exc: Exception) -> int:
+    """Print an error the user can act on as one line and return the exit status (1 for a
+    missing setting, 2 otherwise); anything else is a bug and propagates with its traceback.
+    The error classes are imported here, not up front: ``run`` starts its worker lanes before
+    it imports the judge and the agent adapters."""
+    from evopolicygym.agents import AgentCommandError, JailUnavailable
+    from evopolicygym.cases import SplitError
+    from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
+    from evopolicygym.judge import IntegrityError, JournalCorrupt
+    from evopolicygym.preflight import PreflightError
+    from evopolicygym.protocol import settings_problem
+    from evopolicygym.run_config import RunConfigError
+    from evopolicygym.run_lock import RunLockedError
+    from evopolicygym.sandbox import IsolationUnavailable
+
+    if isinstance(exc, RunConfigError):  # a missing --budget or agent argv
         print(f"evopolicygym: {exc}", file=sys.stderr)
         return 1
-    except ValidationError as exc:
-        from evopolicygym.protocol import settings_problem
-
+    if isinstance(exc, ValidationError):
         print(f"evopolicygym: invalid settings: {settings_problem(exc)}", file=sys.stderr)
-    except (
+        return 2
+    expected = (
         AgentCommandError,
         SplitError,
         MissingExtraError,
@@ -680,12 +696,10 @@ def main(argv: list[str] | None = None) -> int:
         IntegrityError,
         FileNotFoundError,
         ValueError,
-    ) as exc:
-        print(f"evopolicygym: {exc}", file=sys.stderr)
-    except KeyboardInterrupt as exc:
-        print("evopolicygym: interrupted; run the same command again to resume", file=sys.stderr)
-        signum = exc.args[0] if exc.args and isinstance(exc.args[0], int) else signal.SIGINT
-        return 128 + signum
+    )
+    if not isinstance(exc, expected):
+        raise exc
+    print(f"evopolicygym: {exc}", file=sys.stderr)
     return 2
 
 

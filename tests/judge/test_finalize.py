@@ -14,7 +14,7 @@ from evopolicygym.envs import get_env
 from evopolicygym.judge import Judge, JudgeSettings, Ledger
 from evopolicygym.protocol import EpisodeDone, LimitsSection, LoadFailed, Verdict
 from evopolicygym.rollout import WorkerJob
-from evopolicygym.runs import RunPaths
+from evopolicygym.run_session import RunPaths
 from support import constant_policy, write_policy
 
 

@@ -28,6 +28,7 @@ _EXPORTS = {
     "IsolationPlan": "_levels",
     "IsolationUnavailable": "_levels",
     "probe": "_levels",
+    "probe_soon": "_levels",
     "become_subreaper": "_proctree",
     "children": "_proctree",
     "die_with_parent": "_proctree",
@@ -58,6 +59,7 @@ __all__ = [
     "kill_descendants",
     "lower_rlimits",
     "probe",
+    "probe_soon",
     "reap",
     "sandbox_environment",
     "sweep_children",
@@ -68,7 +70,7 @@ if TYPE_CHECKING:
     from ._framing import Channel, FrameError, FrameTimeout, channel_pair
     from ._harden import harden, lower_rlimits
     from ._launch import HostError, HostProcess, SpawnedChild, sandbox_environment
-    from ._levels import IsolationLevel, IsolationPlan, IsolationUnavailable, probe
+    from ._levels import IsolationLevel, IsolationPlan, IsolationUnavailable, probe, probe_soon
     from ._proctree import (
         become_subreaper,
         children,

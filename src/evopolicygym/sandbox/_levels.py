@@ -20,6 +20,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -135,10 +137,37 @@ def probe_environment() -> dict[str, str]:
     return env
 
 
-@functools.cache
+# Probes started ahead by probe_soon, by requested level.
+_STARTED: dict[str, Future[IsolationPlan]] = {}
+
+
+def probe_soon(requested: str = "auto") -> None:
+    """Start :func:`probe` for ``requested`` in a background thread; the next :func:`probe`
+    call for that level waits for it. ``evopolicygym run`` calls this first, so that the probe's
+    sandboxed interpreter starts while the run loads its settings and libraries."""
+    if requested in _STARTED:
+        return
+    future: Future[IsolationPlan] = Future()
+    _STARTED[requested] = future
+
+    def work() -> None:
+        try:
+            future.set_result(_probe(requested))
+        except BaseException as exc:  # given to whoever waits in probe()
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="isolation-probe", daemon=True).start()
+
+
 def probe(requested: str = "auto") -> IsolationPlan:
     """The plan for ``requested`` (``auto`` = strongest level that works here). Raises
     :class:`IsolationUnavailable` naming the reason when an explicit level does not work."""
+    started = _STARTED.get(requested)
+    return started.result() if started is not None else _probe(requested)
+
+
+@functools.cache
+def _probe(requested: str) -> IsolationPlan:
     if requested not in ("auto", *LEVEL_ORDER):
         raise IsolationUnavailable(
             f"unknown isolation level {requested!r}: use auto, namespaced, basic or process"
