@@ -79,6 +79,26 @@ def test_words_after_the_separator_are_argv_or_binary_and_args():
     assert codex.agent.argv == []
 
 
+def test_command_paths_relative_to_the_caller_become_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "agent.py").write_text("")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to("/bin/true")
+    flags = RunFlags(budget=4, argv=("bin/python", "agent.py", "system/policy.py", "-v"))
+    argv = layered_run_config(flags).agent.argv
+    # the link stays a link (a venv's interpreter); a path that names nothing here is kept
+    assert argv == [
+        str(tmp_path / "bin" / "python"),
+        str(tmp_path / "agent.py"),
+        "system/policy.py",
+        "-v",
+    ]
+    assert layered_run_config(RunFlags(budget=4, argv=("python", "x.py"))).agent.argv == [
+        "python",
+        "x.py",
+    ]
+
+
 def test_switch_flags_only_turn_settings_on(tmp_path):
     file = write(
         tmp_path / "run.toml", "[run]\nbudget = 4\nbulk = true\n[agent]\nkind = 'builtin:random'\n"

@@ -10,6 +10,7 @@ or flat ``[run]`` keys) replaces them key by key; a flag that was given replaces
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -127,6 +128,25 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def command_argv(argv: tuple[str, ...]) -> list[str]:
+    """A command agent's argv with the paths given relative to the caller's directory made
+    absolute: the agent runs in the run's workspace (and in the agent jail, which binds only
+    absolute paths), where they would name nothing. The program counts when it contains a
+    ``/`` (``.venv/bin/python``; a bare name is looked up on ``PATH``); an argument counts when it
+    names an existing file here (``agent.py``). Symbolic links are kept, so a virtual
+    environment's interpreter stays that environment's."""
+    program, *arguments = argv
+    if "/" in program and not os.path.isabs(program):
+        program = os.path.abspath(program)
+    return [
+        program,
+        *(
+            os.path.abspath(a) if not os.path.isabs(a) and os.path.isfile(a) else a
+            for a in arguments
+        ),
+    ]
+
+
 def layered_run_config(flags: RunFlags, file: Path | None = None) -> RunConfig:
     """The run config of ``flags`` over ``file`` over the defaults. Raises
     :class:`RunConfigError` when the command agent has no argv or no budget is given, and
@@ -152,7 +172,7 @@ def layered_run_config(flags: RunFlags, file: Path | None = None) -> RunConfig:
     command_agent = agent.get("kind", "command") == "command"
     if flags.argv:
         if command_agent:
-            agent["argv"] = list(flags.argv)
+            agent["argv"] = command_argv(flags.argv)
         else:  # codex/claude/kimi: first token is the binary, the rest pass through
             agent["binary"], agent["args"] = flags.argv[0], list(flags.argv[1:])
     if command_agent and not agent.get("argv"):
