@@ -177,6 +177,11 @@ class SettingsChangedError(ValueError):
     """A run directory was started with other settings than the ones given now."""
 
 
+class LibrariesChangedError(SettingsChangedError):
+    """A run directory was started with other libraries (interpreter fingerprint) than the
+    workers import now: resuming would score one run with two simulators."""
+
+
 def _saved_settings(paths: RunPaths) -> dict | None:
     saved = paths.private / "run_config.json"
     return json.loads(saved.read_text()) if saved.exists() else None
@@ -365,18 +370,21 @@ def _drive_and_finish(
     # Flask is imported here, not at the top, so that it loads while the lanes boot.
     from evopolicygym.judge import JudgeServer
 
-    history = RunHistory.open(paths.private / "history.json")
-    transcript = None  # no agent session when a resumed run has nothing left to spend
     harness = make_harness(config.agent)
     jail, jail_record = agent_jail(config.agent, harness, paths.workspace, paths.agent_state)
     # The agent starts only once every lane host has imported its libraries, and their
     # fingerprint is journaled: a library the agent patches after that changes the fingerprint.
     judge.pool.prewarm()
-    ledger.append(
-        FingerprintRecord(
-            value=interpreter_fingerprint(judge.pool.module_files(), site_directories())
+    fingerprint = interpreter_fingerprint(judge.pool.module_files(), site_directories())
+    if ledger.fingerprint is not None and fingerprint != ledger.fingerprint:
+        raise LibrariesChangedError(
+            f"{paths.root} was started with other libraries than the workers import now "
+            f"(fingerprint {ledger.fingerprint} at start, {fingerprint} now): resume it with the "
+            "installation it started with, or pass --rerun to archive it and start again"
         )
-    )
+    ledger.append(FingerprintRecord(value=fingerprint))
+    history = RunHistory.open(paths.private / "history.json")  # this session starts here
+    transcript = None  # no agent session when a resumed run has nothing left to spend
     if judge.phase == "open":
         with JudgeServer(judge, config.server.bind, config.server.port) as server:
             events(

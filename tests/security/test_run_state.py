@@ -58,6 +58,40 @@ def test_an_edited_journal_stops_the_run_instead_of_refunding_budget(tmp_path):
     assert not (root / "run.json").exists()
 
 
+def _interrupted_after_one_submit(root: Path, command: list[str]) -> None:
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not [r for r in _journal(root) if r["type"] == "submit_commit"]:
+        assert time.monotonic() < deadline, "the run never committed a submit"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=60)
+
+
+def test_a_run_resumed_with_other_libraries_is_refused_before_the_agent_starts(tmp_path):
+    root = tmp_path / "run"
+    command = [*CLI, "run", "--env", "toy", "--root", str(root), "--budget", "6", "--jobs", "1"]
+    command += ["--agent", "command", "--", sys.executable, str(SCRIPTED), "--act-sleep", "1.0"]
+    _interrupted_after_one_submit(root, command)
+    sessions = (root / ".judge" / "history.json").read_text()
+    planted = Path(site.getsitepackages()[0]) / "zz_evopolicygym_upgrade_probe.pth"
+    planted.write_text("# an installation that changed between two sessions of a run\n")
+    try:
+        refused = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    finally:
+        planted.unlink()
+    assert refused.returncode == 2
+    assert "was started with other libraries than the workers import now" in refused.stderr
+    assert "--rerun" in refused.stderr
+    assert not (root / "run.json").exists()
+    assert (root / ".judge" / "history.json").read_text() == sessions  # no agent session
+    resumed = subprocess.run(
+        [*command[:-2], "--act-sleep", "0"], capture_output=True, text=True, timeout=600
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((root / "run.json").read_text())["outcome"]["status"] == "completed"
+
+
 def test_verify_accepts_a_finished_run_and_rejects_edits(tmp_path):
     root = tmp_path / "run"
     done = _cli(

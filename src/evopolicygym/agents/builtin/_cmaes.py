@@ -30,20 +30,17 @@ from __future__ import annotations
 
 import json
 import math
-import pickle
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import policy_linear
-from ._agents import _outcome, _policy_source, _system_dir, _waiting, _write_atomic
+from ._agents import _outcome, _policy_source, _write_atomic
 from ._budget import BudgetView
-from ._client import JudgeClient
+from ._generational import GenerationalAgent
 from ._serve import CannotPlay
 
-STATE_FILE = "cmaes_state.pkl"
 _REGIMES = ("wide", "narrow")
 IMAGE_GRID = 4
 # Initial step sizes of the wide and the narrow search: a candidate's pre-activations then have
@@ -102,25 +99,15 @@ def plan_budget(n_params: int, budget: BudgetView, shapes: tuple[int, int]) -> C
     return CmaesPlan(popsize=popsize, final_size=final_size, final_submits=finals, shapes=shapes)
 
 
-class CmaesAgent:
+class CmaesAgent(GenerationalAgent):
     """One submit per turn: a generation, or one of the final single-policy submits."""
 
-    def __init__(self, client: JudgeClient, system: Path | None = None, *, seed: int = 0) -> None:
-        self.client = client
-        self.system = system or _system_dir()
-        self.seed = seed
-        self.state: CmaesState | None = None
-
-    @property
-    def state_file(self) -> Path:
-        return self.system.parent / STATE_FILE
+    STATE_FILE = "cmaes_state.pkl"
+    state: CmaesState
 
     def _start(self, info: dict[str, Any], budget: BudgetView) -> CmaesState:
         import cma
 
-        if self.state_file.exists():
-            with open(self.state_file, "rb") as handle:
-                return pickle.load(handle)
         meta = info["env_meta"]
         features = policy_linear.Features(meta["obs_space"], IMAGE_GRID)
         try:
@@ -150,12 +137,6 @@ class CmaesAgent:
         ]
         return CmaesState(plan=plan, strategies=strategies)
 
-    def _save(self) -> None:
-        temporary = self.state_file.with_name(self.state_file.name + ".tmp")
-        with open(temporary, "wb") as handle:
-            pickle.dump(self.state, handle)
-        temporary.replace(self.state_file)
-
     def _member(self, params) -> dict[str, list]:
         n_out, n_feat = self.state.plan.shapes
         flat = np.asarray(params, dtype=float)
@@ -179,21 +160,6 @@ class CmaesAgent:
         case = self.state.cursor % n_instances
         self.state.cursor += 1
         return case
-
-    def turn(self) -> str:
-        info = self.client.info()
-        budget = BudgetView.from_info(info)
-        waiting = _waiting(budget)
-        if waiting:
-            return waiting
-        if self.state is None:
-            self.state = self._start(info, budget)
-        state, plan = self.state, self.state.plan
-        finals_left = plan.final_submits - state.finals_done
-        in_search = budget.remaining - finals_left * plan.final_size >= plan.popsize
-        text = self._generation(budget) if in_search else self._final(budget)
-        self._save()
-        return text
 
     def scores(self, answer, returns: list[float | None]) -> list[float]:
         """What the search maximizes per member: the episode's return (-inf if it errored)."""

@@ -26,20 +26,19 @@ from __future__ import annotations
 
 import json
 import math
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ._agents import _outcome, _policy_source, _system_dir, _waiting, _write_atomic
+from ._agents import _outcome, _policy_source, _write_atomic
 from ._budget import BudgetView
 from ._client import JudgeClient
 from ._cmaes import CmaesAgent, CmaesPlan, plan_budget
+from ._generational import GenerationalAgent
 from ._serve import CannotPlay
 
-STATE_FILE = "explore_state.pkl"
 MUTATION = 0.5
 GOAL_KEYS = ("achieved_goal", "desired_goal")
 CLOSED_WEIGHT = 25.0  # return points for closing the whole initial goal distance
@@ -107,24 +106,18 @@ def plain_rule(n_actions: int) -> dict[str, Any]:
     return {"preference": [0.0] * n_actions, "beta": 1.0, "jitter": 0.1}
 
 
-class ExploreAgent:
-    """One submit per turn: a generation of rules, or a final submit of the incumbent."""
+class ExploreAgent(GenerationalAgent):
+    """One submit per turn: a generation of rules, or a final submit of the incumbent (goal
+    tasks: a turn of :class:`GoalCmaesAgent`)."""
+
+    STATE_FILE = "explore_state.pkl"
+    state: ExploreState
 
     def __init__(self, client: JudgeClient, system: Path | None = None, *, seed: int = 0) -> None:
-        self.client = client
-        self.system = system or _system_dir()
-        self.seed = seed
-        self.state: ExploreState | None = None
+        super().__init__(client, system, seed=seed)
         self.goal_search: GoalCmaesAgent | None = None
 
-    @property
-    def state_file(self) -> Path:
-        return self.system.parent / STATE_FILE
-
     def _start(self, info: dict[str, Any], budget: BudgetView) -> ExploreState:
-        if self.state_file.exists():
-            with open(self.state_file, "rb") as handle:
-                return pickle.load(handle)
         meta = info["env_meta"]
         action_space = meta["action_space"]
         if action_space.get("type") != "Discrete":
@@ -136,12 +129,6 @@ class ExploreAgent:
         n_actions = int(action_space["n"])
         plan = plan_budget(n_actions + 1, budget, (n_actions, 0))
         return ExploreState(plan=plan, n_actions=n_actions, incumbent=plain_rule(n_actions))
-
-    def _save(self) -> None:
-        temporary = self.state_file.with_name(self.state_file.name + ".tmp")
-        with open(temporary, "wb") as handle:
-            pickle.dump(self.state, handle)
-        temporary.replace(self.state_file)
 
     def _write_policy(self, population: list[dict[str, Any]]) -> None:
         self.system.mkdir(parents=True, exist_ok=True)
@@ -167,26 +154,13 @@ class ExploreAgent:
             )
         return members
 
-    def turn(self) -> str:
-        info = self.client.info()
-        budget = BudgetView.from_info(info)
-        waiting = _waiting(budget)
-        if waiting:
-            return waiting
+    def _play(self, info: dict[str, Any], budget: BudgetView) -> str:
         if self.goal_search is None and self.state is None and is_goal_task(info["env_meta"]):
             self.goal_search = GoalCmaesAgent(self.client, self.system, seed=self.seed)
         if self.goal_search is not None:
-            return self.goal_search.turn().replace("CMA-ES", "Goal-shaped CMA-ES", 1)
-        if self.state is None:
-            self.state = self._start(info, budget)
-        state, plan = self.state, self.state.plan
-        finals_left = plan.final_submits - state.finals_done
-        if budget.remaining - finals_left * plan.final_size >= plan.popsize:
-            text = self._generation(budget)
-        else:
-            text = self._final(budget)
-        self._save()
-        return text
+            text = self.goal_search._play(info, budget)
+            return text.replace("CMA-ES", "Goal-shaped CMA-ES", 1)
+        return super()._play(info, budget)
 
     def _generation(self, budget: BudgetView) -> str:
         state = self.state
