@@ -11,7 +11,9 @@ plain loop: one ``gymnasium.make`` instance, no recording, no isolation. Reporte
   the last answer (HTTP, snapshot, recording and feedback included);
 * ``finalize``: plain-loop time of the hidden episodes / the run's finalize time;
 * ``run``: wall time of the whole ``evopolicygym run`` process;
-* a toy run (budget 8) end to end.
+* a toy run (budget 8) end to end, and where its time goes (from ``logs/harness.log``): start-up
+  until the judge opens (interpreter, settings, isolation probe, lane boot, imports), the agent's
+  start until its first submit, the submits, the agent's end, finalize, and closing.
 
 Medians of ``--repeats`` interleaved cells (the machine's speed drifts). Targets (issue 11):
 submits >= 0.7 CartPole / 0.9 HalfCheetah with 1 worker; finalize the same; finalize with 2
@@ -134,7 +136,7 @@ def run_cell(env_id: str, jobs: int, isolation: str, workdir: Path) -> dict[str,
         command += ["--valid-size", str(VALID), "--final-size", str(HELDOUT)]
     command += ["--isolation", isolation, "--agent", "command", "--"]
     command += [sys.executable, str(Path(__file__).resolve()), "--agent", env_id, str(batch)]
-    started = time.perf_counter()
+    started, started_wall = time.perf_counter(), time.time()
     done = subprocess.run(command, capture_output=True, text=True)
     whole = time.perf_counter() - started
     if done.returncode != 0:
@@ -145,7 +147,34 @@ def run_cell(env_id: str, jobs: int, isolation: str, workdir: Path) -> dict[str,
         "finalize": record["timing"]["finalize_seconds"],
         "run": whole,
         "level": record["isolation"]["level"],
+        "phases": phases(root / "logs" / "harness.log", started_wall, started_wall + whole),
     }
+
+
+PHASES = ("start-up", "agent start", "submits", "agent end", "finalize", "close")
+
+
+def phases(log: Path, start: float, end: float) -> dict[str, float]:
+    """Seconds of each of ``PHASES``, from the events' timestamps in ``harness.log``: until the
+    judge opens, until the first submit, to the last submit's answer, until finalize starts,
+    finalize, and from the run's close to the process's exit."""
+    from datetime import datetime
+
+    times: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines():
+        event = json.loads(line)
+        stamp = datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
+        times.setdefault(event["event"], []).append(stamp)
+    marks = [
+        start,
+        times["run.open"][0],
+        times["submit.start"][0],
+        times["submit.finish"][-1],
+        times["run.finalize"][0],
+        times["run.close"][0],
+        end,
+    ]
+    return {name: marks[i + 1] - marks[i] for i, name in enumerate(PHASES)}
 
 
 TOY = (
@@ -191,7 +220,7 @@ def main() -> None:
     jobs_list = args.jobs or [1, 2]
     cells: dict[tuple[str, int], list[dict[str, float]]] = {}
     plain: dict[str, list[tuple[float, float]]] = {env: [] for env in envs}
-    toy: list[float] = []
+    toy: list[dict] = []
     level = "?"
     for repeat in range(args.repeats):
         for env_id in envs:
@@ -202,10 +231,11 @@ def main() -> None:
                 with tempfile.TemporaryDirectory(prefix="epg-bench-") as workdir:
                     cell = run_cell(env_id, jobs, args.isolation, Path(workdir))
                 level = str(cell.pop("level"))
+                cell.pop("phases")
                 cells.setdefault((env_id, jobs), []).append(cell)
                 print(f"[repeat {repeat + 1}] {env_id} jobs={jobs}: {cell}", file=sys.stderr)
         with tempfile.TemporaryDirectory(prefix="epg-bench-") as workdir:
-            toy.append(run_cell("toy", 1, args.isolation, Path(workdir))["run"])
+            toy.append(run_cell("toy", 1, args.isolation, Path(workdir)))
 
     median = statistics.median
     print(f"isolation: {level}; medians of {args.repeats} interleaved repeats")
@@ -225,7 +255,11 @@ def main() -> None:
             one = median(r["finalize"] for r in cells[(env_id, 1)])
             two = median(r["finalize"] for r in cells[(env_id, 2)])
             print(f"{env_id}: finalize with 2 workers is {one / two:.2f}x of 1 worker")
-    print(f"toy run, budget 8: {median(toy):.2f} s")
+    print(f"toy run, budget 8: {median(r['run'] for r in toy):.2f} s")
+    print(
+        "toy run phases (medians): "
+        + ", ".join(f"{name} {median(r['phases'][name] for r in toy):.2f} s" for name in PHASES)
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,40 @@
+"""Cheap end-to-end runs of the benchmark scripts whose numbers the docs quote."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "judge_throughput.py"
+ROW = re.compile(r"^\| gym/cartpole \| 1 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", re.M)
+
+
+def test_the_throughput_benchmark_prints_its_table_and_the_toy_run_phases():
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--env", "gym/cartpole", "--jobs", "1", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    row = ROW.search(done.stdout)
+    assert row, done.stdout
+    submits, finalize, finalize_s, whole_s = map(float, row.groups())
+    assert submits > 0
+    assert finalize > 0
+    assert 0 < finalize_s < whole_s
+    toy = float(re.search(r"toy run, budget 8: ([\d.]+) s", done.stdout).group(1))
+    line = done.stdout.split("toy run phases (medians): ")[1].splitlines()[0]
+    phases = {name: float(seconds) for name, seconds in re.findall(r"([a-z -]+) ([\d.]+) s", line)}
+    assert [name.strip() for name in phases] == [
+        "start-up",
+        "agent start",
+        "submits",
+        "agent end",
+        "finalize",
+        "close",
+    ]
+    assert all(seconds >= 0 for seconds in phases.values())
+    assert abs(sum(phases.values()) - toy) < 0.05  # the phases tile the whole run
