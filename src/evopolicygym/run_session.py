@@ -383,7 +383,7 @@ def _drive_and_finish(
             "installation it started with, or pass --rerun to archive it and start again"
         )
     ledger.append(FingerprintRecord(value=fingerprint))
-    history = RunHistory.open(paths.private / "history.json")  # this session starts here
+    history = RunHistory.open(paths.private / "history.json")  # records this start of the run
     transcript = None  # no agent session when a resumed run has nothing left to spend
     if judge.phase == "open":
         with JudgeServer(judge, config.server.bind, config.server.port) as server:

@@ -30,10 +30,7 @@ def _journal(root: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_an_edited_journal_stops_the_run_instead_of_refunding_budget(tmp_path):
-    root = tmp_path / "run"
-    command = [*CLI, "run", "--env", "toy", "--root", str(root), "--budget", "6", "--jobs", "1"]
-    command += ["--agent", "command", "--", sys.executable, str(SCRIPTED), "--act-sleep", "1.0"]
+def _interrupted_after_one_submit(root: Path, command: list[str]) -> None:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while not [r for r in _journal(root) if r["type"] == "submit_commit"]:
@@ -41,6 +38,13 @@ def test_an_edited_journal_stops_the_run_instead_of_refunding_budget(tmp_path):
         time.sleep(0.05)
     process.send_signal(signal.SIGTERM)
     process.communicate(timeout=60)
+
+
+def test_an_edited_journal_stops_the_run_instead_of_refunding_budget(tmp_path):
+    root = tmp_path / "run"
+    command = [*CLI, "run", "--env", "toy", "--root", str(root), "--budget", "6", "--jobs", "1"]
+    command += ["--agent", "command", "--", sys.executable, str(SCRIPTED), "--act-sleep", "1.0"]
+    _interrupted_after_one_submit(root, command)
     journal = root / ".judge" / "journal.jsonl"
     lines = journal.read_text().splitlines()
     number = next(i for i, line in enumerate(lines) if '"submit_commit"' in line)
@@ -56,16 +60,6 @@ def test_an_edited_journal_stops_the_run_instead_of_refunding_budget(tmp_path):
         f"line {number + 1} (submit_commit) was changed after the judge wrote it" in resumed.stderr
     )
     assert not (root / "run.json").exists()
-
-
-def _interrupted_after_one_submit(root: Path, command: list[str]) -> None:
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    while not [r for r in _journal(root) if r["type"] == "submit_commit"]:
-        assert time.monotonic() < deadline, "the run never committed a submit"
-        time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
-    process.communicate(timeout=60)
 
 
 def test_a_run_resumed_with_other_libraries_is_refused_before_the_agent_starts(tmp_path):
