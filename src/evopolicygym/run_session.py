@@ -38,6 +38,7 @@ from evopolicygym.agents import (
     make_harness,
 )
 from evopolicygym.cases import CaseSplits, load_splits, seed_split_hashes
+from evopolicygym.display import SHOWN
 from evopolicygym.envs import EnvSpec
 from evopolicygym.judge import (
     Judge,
@@ -120,22 +121,14 @@ class RunPaths:
 
 
 class EventLog:
-    """``logs/harness.log``: one JSON object per event. Selected events also go to ``progress``."""
-
-    SHOWN = {
-        "submit.finish",
-        "run.finalize",
-        "run.close",
-        "agent.retry",
-        "agent.retry.exhausted",
-        "judge.error",
-    }
+    """``logs/harness.log``: one JSON object per event. The events a plain log shows
+    (:data:`evopolicygym.display.SHOWN`) also go to ``progress``."""
 
     def __init__(self, path: Path, progress: Callable[[str], None], label: str, display=None):
         self.path = path
         self.progress = progress
         self.label = label
-        self.display = display  # a RunDisplay takes every event instead of the SHOWN lines
+        self.display = display  # a RunDisplay takes every event instead of the shown lines
 
     def __call__(self, event: str, **fields: Any) -> None:
         with open(self.path, "a", encoding="utf-8") as handle:
@@ -147,7 +140,7 @@ class EventLog:
             )
         if self.display is not None:
             self.display.event(self.label, event, fields)
-        elif event in self.SHOWN:
+        elif event in SHOWN:
             details = " ".join(f"{k}={_short(v)}" for k, v in fields.items())
             self.progress(f"[{self.label}] {event} {details}")
 
