@@ -50,6 +50,7 @@ from evopolicygym.judge import (
     load_key,
     seal,
     utc_now,
+    warm_digests,
     write_atomic,
 )
 from evopolicygym.protocol import (
@@ -367,7 +368,9 @@ def _drive_and_finish(
     jail, jail_record = agent_jail(config.agent, harness, paths.workspace, paths.agent_state)
     # The agent starts only once every lane host has imported its libraries, and their
     # fingerprint is journaled: a library the agent patches after that changes the fingerprint.
+    digests = warm_digests()  # while the lane hosts boot
     judge.pool.prewarm()
+    digests.join()
     fingerprint = interpreter_fingerprint(judge.pool.module_files(), site_directories())
     if ledger.fingerprint is not None and fingerprint != ledger.fingerprint:
         raise LibrariesChangedError(

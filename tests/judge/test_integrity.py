@@ -4,10 +4,13 @@ changed."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 import time
 
-from evopolicygym.judge.integrity import interpreter_fingerprint
+from evopolicygym.judge import integrity
+from evopolicygym.judge.integrity import interpreter_fingerprint, warm_digests
 
 
 def _site(tmp_path):
@@ -51,3 +54,20 @@ def test_a_reinstall_of_the_same_bytes_keeps_it(tmp_path):
     replacement.write_bytes(module.read_bytes())
     replacement.replace(module)  # a new inode with the same content
     assert interpreter_fingerprint([str(module)], [str(site)]) == before
+
+
+def test_digests_taken_ahead_change_nothing_and_hide_no_later_patch(tmp_path, monkeypatch):
+    site, module = _site(tmp_path)
+    cold = interpreter_fingerprint([str(module)], [str(site)])
+    monkeypatch.setattr(integrity, "_DIGESTS", {})
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "simulator", raising=False)
+    importlib.import_module("simulator")
+    warm_digests().join()  # every imported module file, this one included
+    assert str(module) in integrity._DIGESTS
+    assert interpreter_fingerprint([str(module)], [str(site)]) == cold
+    module.write_text("REWARD = 9.0\n")
+    patched = interpreter_fingerprint([str(module)], [str(site)])
+    assert patched != cold
+    monkeypatch.setattr(integrity, "_DIGESTS", {})
+    assert interpreter_fingerprint([str(module)], [str(site)]) == patched

@@ -513,3 +513,32 @@ def test_lock_step_hidden_evaluation_gives_what_one_episode_at_a_time_gives(tmp_
     assert [r.error for r in side_by_side] == [None] * len(tasks)
     assert [r.episode_return for r in side_by_side] == [r.episode_return for r in sequential]
     assert len({r.episode_return for r in sequential}) > 3  # the episodes do differ
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["train", "sealed"])
+def test_the_file_size_limit_binds_policy_writes_not_checkpoint_files(tmp_path, sealed):
+    # Policy processes are hardened before their checkpoint arrives; its files are written
+    # before the file size limit is lowered.
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "ck" / "weights.bin").write_bytes(b"w" * 2 * 2**20)
+    results = run(
+        tmp_path,
+        """
+        import os
+        class Policy:
+            def __init__(self, *args): self.size = os.path.getsize("weights.bin")
+            def reset(self, i): self.i = i
+            def act(self, obs):
+                if self.i == 0:
+                    open("copy.bin", "wb").write(b"x" * self.size)
+                return 2
+    """,
+        n=2,
+        sealed=sealed,
+        record=not sealed,
+        file_size_bytes=2**20,
+    )
+    assert not isinstance(results, InitFailure), results
+    assert results[0].error.category == "file_size_limit"
+    assert "File too large" in results[0].error.message
+    assert results[1].error is None

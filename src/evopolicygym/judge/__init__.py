@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._settings import EpisodeRunner, JudgePaths, JudgeSettings
 from .core import Judge, JudgeError
 from .finalize import Selection
-from .integrity import IntegrityError, interpreter_fingerprint, load_key, seal
+from .integrity import IntegrityError, interpreter_fingerprint, load_key, seal, warm_digests
 from .ledger import JournalCorrupt, Ledger, utc_now, write_atomic
 from .verify import verify_run
 
@@ -34,6 +34,7 @@ __all__ = [
     "seal",
     "utc_now",
     "verify_run",
+    "warm_digests",
     "write_atomic",
 ]
 

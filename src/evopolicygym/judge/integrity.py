@@ -14,6 +14,8 @@ import hmac
 import json
 import os
 import secrets
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +98,19 @@ def interpreter_fingerprint(modules: list[str], site_dirs: list[str]) -> str:
 # inode, and ctime cannot be set back, so the later fingerprints of a run re-read only files
 # that changed. (At the namespaced and basic levels policy code cannot write there at all.)
 _DIGESTS: dict[str, tuple[tuple[int, int, int, int], bytes]] = {}
+
+
+def warm_digests() -> threading.Thread:
+    """Start taking, in a background thread, the digests of every module file this process
+    has imported: most of what the lane hosts import too, so that :func:`interpreter_fingerprint`
+    then reads only the rest (it is on the path to the agent's start). Join the thread before
+    fingerprinting, or both read the same files."""
+    paths = sorted({f for m in list(sys.modules.values()) if (f := getattr(m, "__file__", None))})
+    thread = threading.Thread(
+        target=lambda: [_content(path) for path in paths], name="digests", daemon=True
+    )
+    thread.start()
+    return thread
 
 
 def _content(path: str) -> bytes:

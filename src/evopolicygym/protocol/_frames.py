@@ -11,9 +11,10 @@ Three channels, each a stream of length-prefixed MessagePack frames (``sandbox.C
   then per checkpoint :class:`Load` -> :class:`Loaded` | :class:`LoadFailed`, then
   :class:`RunEpisodes` -> one :class:`EpisodeDone` per task, in completion order.
 * **policy** (inside a sealed worker, hidden evaluation only): the worker asks its pristine
-  policy zygote for a policy process (:class:`ForkPolicy` -> :class:`PolicyForked`, later
-  :class:`PolicyEnded`); the policy process answers :class:`PolicyLoaded` | :class:`LoadFailed`,
-  then lock-step :class:`Step` -> :class:`Acted`.
+  policy zygote for a policy process ahead of need (:class:`ForkPolicy` -> :class:`PolicyForked`,
+  later :class:`PolicyEnded`); the policy process prepares and waits for its :class:`Load`,
+  answers :class:`PolicyLoaded` | :class:`LoadFailed`, then lock-step :class:`Step` ->
+  :class:`Acted`.
   These two are sent every round of lock-step evaluation.
 
 Everything a sandboxed process sends is untrusted: decoders reject unknown message types,
@@ -213,10 +214,10 @@ WorkerRequest = Load | RunEpisodes
 
 
 class ForkPolicy(_Message, tag="fork_policy"):
-    """Worker -> its policy zygote: fork a sealed policy process for ``load`` with ``slots``
-    instances. Carries one descriptor: the policy process's end of its channel."""
+    """Worker -> its policy zygote: fork a sealed policy process that will build ``slots``
+    instances of the checkpoint it is then sent (:class:`Load`, on its own channel). Carries one
+    descriptor: the policy process's end of that channel."""
 
-    load: Load
     slots: int
 
 
@@ -270,4 +271,5 @@ class Acted(_Message, tag="acted"):
     errors: list[SlotError]
 
 
+PolicyRequest = Load | Step
 PolicyReply = PolicyLoaded | LoadFailed | Acted

@@ -53,35 +53,51 @@ GRACE_S = 5.0
 
 
 class Zygote:
-    """The worker's end of its policy zygote: forks policy processes, learns how they ended."""
+    """The worker's end of its policy zygote: asks for policy processes ahead of need (a spare
+    prepares while the previous checkpoint plays), learns how they ended."""
 
     def __init__(self, channel: Channel, pid: int):
         self.channel = channel
         self.pid = pid
         self.ended: dict[int, int] = {}
+        # Requested processes, in request order (the zygote answers in that order): their
+        # channels, and the pids of those it has reported started.
+        self.requested: deque[Channel] = deque()
+        self.started: deque[int] = deque()
 
-    def fork(self, load: Load, slots: int) -> tuple[int, Channel]:
+    def request(self, slots: int) -> None:
+        """Ask for a policy process that will build ``slots`` instances (does not wait)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self.channel.send(ForkPolicy(load=load, slots=slots), fds=[theirs.fileno()])
+            self.channel.send(ForkPolicy(slots=slots), fds=[theirs.fileno()])
         finally:
             theirs.close()
-        while True:
-            reply = self.channel.recv(time.monotonic() + 30)
-            if isinstance(reply, PolicyForked):
-                return reply.pid, Channel(ours, PolicyReply, carries_fds=False)
-            self.ended[reply.pid] = reply.status
+        self.requested.append(Channel(ours, PolicyReply, carries_fds=False))
+
+    def take(self, slots: int) -> tuple[int, Channel]:
+        """The oldest requested policy process (requested now if none is); raises
+        :class:`FrameTimeout` or :class:`FrameError` when the zygote does not answer."""
+        if not self.requested:
+            self.request(slots)
+        deadline = time.monotonic() + 30
+        while not self.started:
+            self._note(self.channel.recv(deadline))
+        return self.started.popleft(), self.requested.popleft()
 
     def status(self, pid: int, timeout: float = 5.0) -> int | None:
         deadline = time.monotonic() + timeout
         while pid not in self.ended:
             try:
-                reply = self.channel.recv(deadline)
+                self._note(self.channel.recv(deadline))
             except (FrameTimeout, FrameError):
                 return None
-            if isinstance(reply, PolicyEnded):
-                self.ended[reply.pid] = reply.status
         return self.ended.pop(pid)
+
+    def _note(self, reply: PolicyForked | PolicyEnded) -> None:
+        if isinstance(reply, PolicyForked):
+            self.started.append(reply.pid)
+        else:
+            self.ended[reply.pid] = reply.status
 
 
 class PolicyGone(Exception):
@@ -95,19 +111,24 @@ class PolicyGone(Exception):
 
 
 class SealedPolicy:
-    """One sealed policy process, seen from its worker."""
+    """One sealed policy process, seen from its worker: the zygote's oldest spare, pinned to
+    ``cpu`` (when given) before it is sent its checkpoint."""
 
-    def __init__(self, zygote: Zygote, marker: mmap.mmap, load: Load, slots: int, limits):
+    def __init__(self, zygote: Zygote, marker: mmap.mmap, slots: int, limits, cpu: int | None):
         self.zygote = zygote
         self.marker = marker
         self.limits = limits
-        self.pid, self.channel = zygote.fork(load, slots)
+        self.pid, self.channel = zygote.take(slots)
         self.alive = True
+        if cpu is not None:
+            with contextlib.suppress(OSError):  # it may have died already: the load says so
+                os.sched_setaffinity(self.pid, {cpu})
 
-    def wait_loaded(self) -> PolicyLoaded | LoadFailed:
+    def load(self, request: Load) -> PolicyLoaded | LoadFailed:
         limit = self.limits["init_timeout_s"]
         deadline = time.monotonic() + limit * 1.25 + GRACE_S
         try:
+            self.channel.send(request)
             reply = self.channel.recv(deadline)
         except FrameTimeout:
             self.kill()
@@ -115,7 +136,7 @@ class SealedPolicy:
                 verdict=Verdict.INIT_TIMEOUT,
                 message=f"import + Policy() took longer than {limit} s",
             )
-        except FrameError:
+        except (FrameError, OSError):
             kind, message = describe_exit(self._end(), "policy process")
             verdict = Verdict.OOM if kind is EpisodeErrorKind.OOM else Verdict.WORKER_CRASH
             return LoadFailed(verdict=verdict, message=message)
@@ -200,6 +221,7 @@ class LockstepRunner:
         self.worlds: list[World] = []
         self.policy: SealedPolicy | None = None
         self.load_request: Load | None = None
+        zygote.request(slots)  # prepares while the first checkpoint is on its way
 
     def load(self, request: Load) -> Loaded | LoadFailed:
         self.close_policy()
@@ -211,11 +233,14 @@ class LockstepRunner:
 
     def _start(self) -> int | LoadFailed:
         assert self.load_request is not None
-        self._share_a_core()
-        self.policy = SealedPolicy(
-            self.zygote, self.marker, self.load_request, self.wanted, self.limits
-        )
-        reply = self.policy.wait_loaded()
+        cpu = self._pin()
+        self.policy = SealedPolicy(self.zygote, self.marker, self.wanted, self.limits, cpu)
+        reply = self.policy.load(self.load_request)
+        # The next checkpoint's policy process prepares while this one plays (the zygote is
+        # not pinned: on an idle CPU when there is one). A zygote that is gone is noticed when
+        # the next policy process is needed.
+        with contextlib.suppress(OSError):
+            self.zygote.request(self.wanted)
         if isinstance(reply, LoadFailed):
             self.policy.kill()
             self.policy = None
@@ -227,17 +252,17 @@ class LockstepRunner:
             self.worlds.append(world)
         return reply.instances
 
-    def _share_a_core(self) -> None:
-        """Put this worker and its policy process on one CPU: a lock-step round then hands
-        over with a context switch instead of waking another core (several times slower in a
-        virtual machine). The CPU is the lane's when the pool gave one, else the one this
-        worker runs on now (so that concurrent runs spread over the machine)."""
+    def _pin(self) -> int | None:
+        """Pin this worker to the CPU its next policy process will share (returned, None if
+        unknown): a lock-step round then hands over with a context switch instead of waking
+        another core (several times slower in a virtual machine). The CPU is the lane's when
+        the pool gave one, else the one this worker runs on now (so that concurrent runs
+        spread over the machine)."""
         cpu = self.core if self.core is not None else _current_cpu()
-        if cpu is None:
-            return
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {cpu})
-            os.sched_setaffinity(self.zygote.pid, {cpu})  # the policy process inherits it
+        if cpu is not None:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, {cpu})
+        return cpu
 
     def close_policy(self) -> None:
         if self.policy is not None:

@@ -10,6 +10,7 @@ requests: no environment, no seed, no reward ever reach it.
 
 from __future__ import annotations
 
+import errno
 import math
 import mmap
 import os
@@ -36,11 +37,12 @@ from evopolicygym.protocol import (
     PolicyEnded,
     PolicyForked,
     PolicyLoaded,
+    PolicyRequest,
     SlotError,
     Step,
     WorkerConfig,
 )
-from evopolicygym.sandbox import Channel, FrameError, die_with_parent, harden, reap
+from evopolicygym.sandbox import Channel, FrameError, die_with_parent, harden, lower_rlimits, reap
 
 from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
 from ._loader import CheckpointLoader, relative_traceback, write_checkpoint
@@ -57,11 +59,15 @@ def read_marker(marker: mmap.mmap) -> int:
 class SlotRandomness:
     """Gives each slot its own ``random`` and NumPy legacy global generator: the module-level
     functions of both are replaced by proxies that call the current slot's generators, so
-    interleaved episodes draw the same numbers as they would one after the other."""
+    interleaved episodes draw the same numbers as they would one after the other.
+
+    Every episode reseeds its slot before ``reset`` (:meth:`seed`), so the generators' first
+    state never matters: the zygote makes them once and its policy processes inherit them."""
 
     def __init__(self, slots: int):
-        self.python = [random.Random() for _ in range(slots)]
-        self.numpy = [np.random.RandomState() for _ in range(slots)]
+        self.slots = slots
+        self.python = [random.Random(0) for _ in range(slots)]
+        self.numpy = [np.random.RandomState(0) for _ in range(slots)]
         self.current = [0]
 
     def install(self) -> None:
@@ -100,18 +106,40 @@ def _proxy(table: list[Any], current: list[int], name: str):
 
 
 def run_policy_process(
-    channel: Channel, marker: mmap.mmap, load: Load, slots: int, config: WorkerConfig
+    channel: Channel,
+    marker: mmap.mmap,
+    slots: int,
+    config: WorkerConfig,
+    randomness: SlotRandomness,
 ) -> None:
-    """Body of a sealed policy process (never returns normally)."""
+    """Body of a sealed policy process (never returns normally); ``randomness`` is installed
+    and bounds the slots.
+
+    It is forked ahead of need: everything that does not depend on the checkpoint (scratch
+    directory, hardening) is done before it waits for its :class:`Load`, so that a checkpoint
+    waits only for its files to be written and imported."""
+    slots = min(slots, randomness.slots)
     limits = config.limits
     watchdog = Watchdog()
     scratch = Path(tempfile.mkdtemp(prefix="policy-"))
     system = scratch / "system"
+    # The file size limit comes after the write: it binds policy code, not the checkpoint's own
+    # files (the snapshot cap bounds those).
+    harden(
+        {**limits, "file_size_bytes": None},
+        scratch,
+        landlock_abi=config.landlock_abi,
+        seccomp=config.seccomp,
+    )
+    try:
+        load = channel.recv()
+    except FrameError:
+        return
+    if not isinstance(load, Load):
+        return
     write_checkpoint(load.files, system)
+    lower_rlimits(limits)
     os.chdir(system)
-    harden(limits, scratch, landlock_abi=config.landlock_abi, seccomp=config.seccomp)
-    randomness = SlotRandomness(slots)
-    randomness.install()
     loader = CheckpointLoader(system, load, watchdog, limits)
     first, failure, _out, _err = loader.first()
     if failure is not None:
@@ -151,6 +179,8 @@ def _answer(
         try:
             step = channel.recv()
         except FrameError:
+            return
+        if not isinstance(step, Step):
             return
         errors: list[SlotError] = []
         failed: set[int] = set()
@@ -209,6 +239,8 @@ def _classify(exc: BaseException, system: Path) -> tuple[EpisodeErrorKind | None
         return EpisodeErrorKind.ACT_TIMEOUT, "time limit reached", text
     if isinstance(exc, MemoryError):
         return EpisodeErrorKind.OOM, f"MemoryError: {exc}", text
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:  # as in train episodes
+        return EpisodeErrorKind.FILE_SIZE_LIMIT, f"{type(exc).__name__}: {exc}", text
     return None, f"{type(exc).__name__}: {exc}", text
 
 
@@ -230,6 +262,9 @@ def run_zygote(channel: Channel, marker: mmap.mmap, config: WorkerConfig, worker
     """Body of a sealed worker's policy zygote: fork a policy process per :class:`ForkPolicy`,
     report each one's end. Never returns normally."""
     die_with_parent(worker)
+    # The zygote never calls these generators; its policy processes do.
+    randomness = SlotRandomness(config.slots)
+    randomness.install()
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_write)
@@ -260,8 +295,8 @@ def run_zygote(channel: Channel, marker: mmap.mmap, config: WorkerConfig, worker
             _become_policy_process(fd, zygote)
             status = 1
             try:
-                policy_channel = Channel(socket.socket(fileno=3), Step, carries_fds=False)
-                run_policy_process(policy_channel, marker, request.load, request.slots, config)
+                policy_channel = Channel(socket.socket(fileno=3), PolicyRequest, carries_fds=False)
+                run_policy_process(policy_channel, marker, request.slots, config, randomness)
                 status = 0
             except BaseException:
                 pass

@@ -47,6 +47,7 @@ from evopolicygym.sandbox import (
     become_subreaper,
     children,
     harden,
+    lower_rlimits,
     sweep_children,
 )
 
@@ -84,7 +85,21 @@ def _env_failure(problem: str) -> LoadFailed:
 
 def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     watchdog = Watchdog()
+    limits = config.limits
     _spec, world, problem = _build(config)
+    if problem is None:
+        # Processes the environment started for itself (a browser driver): never the policy's.
+        environment = set(children(os.getpid()))
+        system = Path(tempfile.mkdtemp(prefix="policy-")) / "system"
+        # Hardened while warm, so that a submit waits only for its files to be written and
+        # imported. The file size limit comes after the write: it binds policy code, not the
+        # checkpoint's own files (the snapshot cap bounds those).
+        harden(
+            {**limits, "file_size_bytes": None},
+            Path(tempfile.gettempdir()),
+            landlock_abi=config.landlock_abi,
+            seccomp=config.seccomp,
+        )
     channel.send(WorkerUp(env_error=problem))
     try:
         load = channel.recv()
@@ -95,19 +110,9 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     if problem is not None:
         channel.send(_env_failure(problem))
         return 0
-    limits = config.limits
-    # Processes the environment started for itself (a browser driver): never the policy's.
-    environment = set(children(os.getpid()))
-    scratch = Path(tempfile.mkdtemp(prefix="policy-"))
-    system = scratch / "system"
     write_checkpoint(load.files, system)
+    lower_rlimits(limits)
     os.chdir(system)
-    harden(
-        limits,
-        Path(tempfile.gettempdir()),
-        landlock_abi=config.landlock_abi,
-        seccomp=config.seccomp,
-    )
     policy, failure, out, err = CheckpointLoader(system, load, watchdog, limits).first()
     if failure is not None:
         channel.send(failure)

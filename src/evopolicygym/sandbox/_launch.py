@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import select
 import shutil
 import signal
 import socket
@@ -259,8 +260,7 @@ class HostProcess:
         """Stop the host and everything in its sandbox, and remove its scratch directory."""
         with contextlib.suppress(OSError):
             self.channel.sock.shutdown(2)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
+        _wait_exit(self.process, 5)
         self.terminate()
 
     def terminate(self) -> None:
@@ -269,8 +269,7 @@ class HostProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
         if self._cgroup is not None:
             self._kill_cgroup()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=10)
+        _wait_exit(self.process, 10)
         self.channel.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -289,3 +288,21 @@ class HostProcess:
             time.sleep(0.01)
         with contextlib.suppress(OSError):
             self._cgroup.rmdir()
+
+
+def _wait_exit(process: subprocess.Popen, timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for ``process`` to end, and reap it. Woken by the exit
+    itself (a pidfd), not by ``Popen.wait``'s polling, which sleeps up to 50 ms between looks."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # no pidfd here, or already reaped
+        pidfd = None
+    if pidfd is not None:
+        try:
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            poller.poll(timeout * 1000)
+        finally:
+            os.close(pidfd)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=0 if pidfd is not None else timeout)

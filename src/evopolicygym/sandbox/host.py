@@ -20,7 +20,7 @@ import signal
 import socket
 import sys
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 from evopolicygym.protocol import Exited, HostRequest, HostUp, Kill, Spawn, Spawned
 
@@ -125,7 +125,7 @@ class Host:
         sweep_children(set())
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> NoReturn:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--channel", type=int, required=True, help="descriptor of the channel")
     parser.add_argument("--preload", default="", help="comma-separated modules to import")
@@ -155,12 +155,20 @@ def main(argv: list[str] | None = None) -> int:
         }
     )
     channel.send(HostUp(pid=os.getpid(), modules=modules))
+    status = 1
     try:
         host.serve()
+        status = 0
+    except BaseException:
+        traceback.print_exc()
     finally:
         host.shutdown()
-    return 0
+        # Nothing is left to clean up, and tearing down everything the host imported takes
+        # longer than the rest of closing a lane.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
