@@ -1,6 +1,7 @@
 """Hostile and broken policies against real worker processes: every failure becomes a verdict or
 an episode error with a reason, and the other episodes still run."""
 
+import json
 import os
 import subprocess
 import sys
@@ -542,3 +543,28 @@ def test_the_file_size_limit_binds_policy_writes_not_checkpoint_files(tmp_path, 
     assert results[0].error.category == "file_size_limit"
     assert "File too large" in results[0].error.message
     assert results[1].error is None
+
+
+def test_lane_hosts_find_and_import_the_simulator_so_the_judge_does_not(tmp_path):
+    # The judge learns which modules an environment needs from the lane host (inside the
+    # sandbox, in parallel): it never imports the simulator itself to start a lane.
+    script = """
+import json, sys
+from evopolicygym.envs import get_env
+from evopolicygym.protocol import LimitsSection
+from evopolicygym.rollout import WorkerPool
+from evopolicygym.sandbox import probe
+pool = WorkerPool(get_env("gym/cartpole").model_dump(), 1, LimitsSection(), plan=probe("process"))
+try:
+    pool.prewarm()
+    files = pool.module_files()
+finally:
+    pool.close()
+print(json.dumps({"judge_imported": "gymnasium" in sys.modules, "host": files}))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["judge_imported"] is False
+    assert any(path.endswith("classic_control/cartpole.py") for path in seen["host"])

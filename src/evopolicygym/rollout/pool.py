@@ -61,9 +61,11 @@ INIT_GRACE_S = 60.0
 EPISODE_GRACE_S = 15.0
 # Episodes a sealed worker steps in lock step (fewer when the policy is slow to build).
 SEALED_SLOTS = 16
-WORKER_ENTRY = "evopolicygym.rollout.worker:serve"
-# Modules every lane host imports before it forks workers.
-PRELOAD = ["numpy", "gymnasium", "evopolicygym.rollout.worker"]
+WORKER_MODULE = "evopolicygym.rollout.worker"
+WORKER_ENTRY = f"{WORKER_MODULE}:serve"
+# Modules every lane host imports before it forks workers; then it asks the worker module which
+# modules the environment needs (``worker.runtime_modules``).
+PRELOAD = ["numpy", "gymnasium", WORKER_MODULE]
 _FATAL = {
     EpisodeErrorKind.EPISODE_TIMEOUT,
     EpisodeErrorKind.OOM,
@@ -261,7 +263,8 @@ class _Lane:
             pool = self.pool
             self.host = HostProcess(
                 pool.plan,
-                preload=pool.preload,
+                preload=PRELOAD,
+                expand=(f"{WORKER_MODULE}:runtime_modules", pool.env_spec_json),
                 max_processes=pool.limits.max_processes,
                 log_path=pool.log_path,
             )
@@ -352,8 +355,7 @@ class WorkerPool:
         self.limits = limits
         self.log_path = log_path
         self.plan = plan or probe()
-        spec = EnvSpec.model_validate(env_spec)
-        self.preload = list(dict.fromkeys([*PRELOAD, *spec.runtime_modules()]))
+        self.env_spec_json = EnvSpec.model_validate(env_spec).model_dump_json()
         self.output = OutputDrain(log_path)
         self.keys = itertools.count()
         self.lanes = [_Lane(self, number) for number in range(jobs)]

@@ -69,6 +69,12 @@ def serve(fd: int, argument: bytes) -> int:
     return _serve_train(channel, config)
 
 
+def runtime_modules(spec_json: str) -> list[str]:
+    """Modules a worker imports to build the environment of ``spec_json`` (an ``EnvSpec`` as
+    JSON): its lane host imports them before it forks workers. Never raises."""
+    return EnvSpec.model_validate_json(spec_json).runtime_modules()
+
+
 def _build(config: WorkerConfig):
     """``(spec, world, None)`` or ``(spec, None, error text)``: a broken environment is the
     harness's fault, reported as ``env_error``, not a crash."""

@@ -130,13 +130,18 @@ def _user_tasks() -> int:
 
 
 class HostProcess:
-    """One lane's sandbox and its host. Thread-safe."""
+    """One lane's sandbox and its host. Thread-safe.
+
+    The host imports ``preload``, then, when ``expand`` is ``("module:function", argument)``,
+    the modules ``function(argument)`` returns (found inside the sandbox, so that the judge
+    need not import a simulator to learn which modules it needs)."""
 
     def __init__(
         self,
         plan: IsolationPlan,
         *,
         preload: list[str],
+        expand: tuple[str, str] | None = None,
         max_processes: int,
         log_path: Path | None,
         tmpfs_bytes: int = 2**30,
@@ -148,6 +153,8 @@ class HostProcess:
         host_fd = host_socket.detach()
         command = [sys.executable, "-m", "evopolicygym.sandbox.host", "--channel", str(host_fd)]
         command += ["--preload", ",".join(preload)]
+        if expand is not None:
+            command += ["--expand", expand[0], "--expand-argument", expand[1]]
         home = "/tmp" if plan.level is IsolationLevel.NAMESPACED else str(self.scratch)
         if plan.process_cap == "rlimit":
             base = 0 if plan.level is IsolationLevel.NAMESPACED else _user_tasks()

@@ -125,10 +125,33 @@ class Host:
         sweep_children(set())
 
 
+def _preload(modules: list[str]) -> None:
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # the worker that needs it reports the real error
+            print(f"preloading {module} failed:", file=sys.stderr)
+            traceback.print_exc()
+
+
+def _call(entry: str, argument: str) -> Any:
+    module, _, function = entry.partition(":")
+    try:
+        return getattr(importlib.import_module(module), function)(argument)
+    except Exception:
+        print(f"{entry} failed:", file=sys.stderr)
+        traceback.print_exc()
+        return None
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--channel", type=int, required=True, help="descriptor of the channel")
     parser.add_argument("--preload", default="", help="comma-separated modules to import")
+    parser.add_argument(
+        "--expand", default="", help="then import the modules this module:function returns"
+    )
+    parser.add_argument("--expand-argument", default="", help="the argument of --expand")
     parser.add_argument("--nproc", type=int, default=0, help="RLIMIT_NPROC for the lane")
     args = parser.parse_args(argv)
     # No parent-death signal here: the judge may start hosts from short-lived threads, and the
@@ -138,12 +161,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if args.nproc:
         resource.setrlimit(resource.RLIMIT_NPROC, (args.nproc, args.nproc))
     channel = Channel.from_fd(args.channel, HostRequest)
-    for module in filter(None, args.preload.split(",")):
-        try:
-            importlib.import_module(module)
-        except Exception:  # the worker that needs it reports the real error
-            print(f"preloading {module} failed:", file=sys.stderr)
-            traceback.print_exc()
+    _preload(list(filter(None, args.preload.split(","))))
+    if args.expand:
+        _preload(_call(args.expand, args.expand_argument) or [])
     gc.collect()
     gc.freeze()  # imported objects live for good: forks share their pages untouched
     host = Host(channel)
