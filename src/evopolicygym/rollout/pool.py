@@ -355,7 +355,8 @@ class WorkerPool:
         self.limits = limits
         self.log_path = log_path
         self.plan = plan or probe()
-        self.env_spec_json = EnvSpec.model_validate(env_spec).model_dump_json()
+        # On the lane host's command line: without the task text, which it does not need.
+        self.env_spec_json = EnvSpec.model_validate(env_spec).model_dump_json(exclude={"task"})
         self.output = OutputDrain(log_path)
         self.keys = itertools.count()
         self.lanes = [_Lane(self, number) for number in range(jobs)]
