@@ -221,7 +221,7 @@ class LockstepRunner:
         self.worlds: list[World] = []
         self.policy: SealedPolicy | None = None
         self.load_request: Load | None = None
-        zygote.request(slots)  # prepares while the first checkpoint is on its way
+        self._request_spare()  # prepares while the first checkpoint is on its way
 
     def load(self, request: Load) -> Loaded | LoadFailed:
         self.close_policy()
@@ -236,11 +236,7 @@ class LockstepRunner:
         cpu = self._pin()
         self.policy = SealedPolicy(self.zygote, self.marker, self.wanted, self.limits, cpu)
         reply = self.policy.load(self.load_request)
-        # The next checkpoint's policy process prepares while this one plays (the zygote is
-        # not pinned: on an idle CPU when there is one). A zygote that is gone is noticed when
-        # the next policy process is needed.
-        with contextlib.suppress(OSError):
-            self.zygote.request(self.wanted)
+        self._request_spare()  # for the next checkpoint, or a restart
         if isinstance(reply, LoadFailed):
             self.policy.kill()
             self.policy = None
@@ -251,6 +247,13 @@ class LockstepRunner:
                 world.keep_info = False  # nothing is recorded in hidden evaluation
             self.worlds.append(world)
         return reply.instances
+
+    def _request_spare(self) -> None:
+        """Have the zygote fork the next policy process now: it prepares while this one plays
+        (the zygote is not pinned: on an idle CPU when there is one). A zygote that is gone is
+        noticed when that process is needed."""
+        with contextlib.suppress(OSError):
+            self.zygote.request(self.wanted)
 
     def _pin(self) -> int | None:
         """Pin this worker to the CPU its next policy process will share (returned, None if

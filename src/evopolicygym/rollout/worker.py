@@ -71,7 +71,8 @@ def serve(fd: int, argument: bytes) -> int:
 
 def runtime_modules(spec_json: str) -> list[str]:
     """Modules a worker imports to build the environment of ``spec_json`` (an ``EnvSpec`` as
-    JSON): its lane host imports them before it forks workers. Never raises."""
+    JSON): its lane host imports them before it forks workers. A missing extra is not an error
+    here (the worker that builds the environment reports it)."""
     return EnvSpec.model_validate_json(spec_json).runtime_modules()
 
 
