@@ -250,6 +250,18 @@ def main() -> None:
             f"| {env_id} | {jobs} | {submits:.2f} | {finalize:.2f} | "
             f"{median(r['finalize'] for r in runs):.2f} | {median(r['run'] for r in runs):.2f} |"
         )
+    print()
+    # Each run against the plain loop of its own repeat; the plain loop's times show the drift.
+    print("Spread over the repeats (min-max):")
+    print("| env | workers | submits / plain | finalize / plain | plain train s | plain hidden s |")
+    print("|---|---|---|---|---|---|")
+    for (env_id, jobs), runs in cells.items():
+        submit_ratios = [p[0] / r["submits"] for p, r in zip(plain[env_id], runs, strict=True)]
+        hidden_ratios = [p[1] / r["finalize"] for p, r in zip(plain[env_id], runs, strict=True)]
+        print(
+            f"| {env_id} | {jobs} | {_spread(submit_ratios)} | {_spread(hidden_ratios)} | "
+            f"{_spread([p[0] for p in plain[env_id]], 3)} | {_spread([p[1] for p in plain[env_id]])} |"
+        )
     for env_id in envs:
         if (env_id, 1) in cells and (env_id, 2) in cells:
             one = median(r["finalize"] for r in cells[(env_id, 1)])
@@ -260,6 +272,10 @@ def main() -> None:
         "toy run phases (medians): "
         + ", ".join(f"{name} {median(r['phases'][name] for r in toy):.2f} s" for name in PHASES)
     )
+
+
+def _spread(values: list[float], digits: int = 2) -> str:
+    return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
 
 
 if __name__ == "__main__":

@@ -8,6 +8,11 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "judge_throughput.py"
+SPREAD = re.compile(
+    r"^\| gym/cartpole \| 1 \| ([\d.]+)-([\d.]+) \| ([\d.]+)-([\d.]+) \| [\d.]+-[\d.]+ \| "
+    r"[\d.]+-[\d.]+ \|$",
+    re.M,
+)
 ROW = re.compile(r"^\| gym/cartpole \| 1 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", re.M)
 
 
@@ -25,6 +30,10 @@ def test_the_throughput_benchmark_prints_its_table_and_the_toy_run_phases():
     assert submits > 0
     assert finalize > 0
     assert 0 < finalize_s < whole_s
+    spread = SPREAD.search(done.stdout)
+    assert spread, done.stdout
+    low, high = map(float, spread.groups()[:2])
+    assert low == high == submits  # one repeat: no spread, and the same ratio as the table
     toy = float(re.search(r"toy run, budget 8: ([\d.]+) s", done.stdout).group(1))
     line = done.stdout.split("toy run phases (medians): ")[1].splitlines()[0]
     phases = {name: float(seconds) for name, seconds in re.findall(r"([a-z -]+) ([\d.]+) s", line)}
