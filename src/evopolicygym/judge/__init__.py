@@ -6,8 +6,9 @@ Flask is imported while they boot.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evopolicygym._lazy import lazy_exports
 
 from ._settings import EpisodeRunner, JudgePaths, JudgeSettings
 from .core import Judge, JudgeError
@@ -41,12 +42,6 @@ __all__ = [
 if TYPE_CHECKING:
     from .app import MAX_BODY_BYTES, JudgeServer, create_app
 
-_SERVER = {"MAX_BODY_BYTES", "JudgeServer", "create_app"}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _SERVER:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.app"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(
+    __name__, dict.fromkeys(["MAX_BODY_BYTES", "JudgeServer", "create_app"], "app")
+)

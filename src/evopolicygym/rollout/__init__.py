@@ -6,8 +6,9 @@ its lanes, and the episode loop's NumPy only in workers.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evopolicygym._lazy import lazy_exports
 
 _EXPORTS = {
     "CappedWriter": "_capture",
@@ -51,10 +52,4 @@ if TYPE_CHECKING:
     from .pool import EpisodeResult, EpisodeTask, InitFailure, WorkerJob, WorkerPool
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
