@@ -24,8 +24,11 @@ from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
 
 
 def write_checkpoint(files: list[CheckpointFile], system: Path) -> None:
-    """Recreate a checkpoint's files below ``system`` (paths never leave it)."""
-    system.mkdir(parents=True, exist_ok=True)
+    """Recreate a checkpoint's files below ``system`` (paths never leave it). ``system`` must
+    not exist yet: its scratch directory is made before the checkpoint arrives, and a
+    ``system`` that someone made there meanwhile (planted modules) raises ``FileExistsError``
+    instead of being imported with the checkpoint."""
+    system.mkdir(parents=True)
     root = system.resolve()
     for item in files:
         target = (system / item.path).resolve() if item.link is None else system / item.path
