@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 
+from evopolicygym.sandbox import wait_exit
+
 
 def signal_group(proc: subprocess.Popen, sig: signal.Signals) -> None:
     """Send ``sig`` to the process group led by ``proc`` (no error if it is already gone)."""
@@ -21,10 +23,7 @@ def stop_group(proc: subprocess.Popen, grace: float) -> None:
     for sig in (None, signal.SIGTERM):
         if sig is not None:
             signal_group(proc, sig)
-        try:
-            proc.wait(timeout=grace)
+        if wait_exit(proc, grace) is not None:
             break
-        except subprocess.TimeoutExpired:
-            continue
     signal_group(proc, signal.SIGKILL)
     proc.wait()

@@ -37,6 +37,7 @@ _EXPORTS = {
     "kill_descendants": "_proctree",
     "reap": "_proctree",
     "sweep_children": "_proctree",
+    "wait_exit": "_proctree",
 }
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "reap",
     "sandbox_environment",
     "sweep_children",
+    "wait_exit",
 ]
 
 if TYPE_CHECKING:
@@ -80,6 +82,7 @@ if TYPE_CHECKING:
         kill_descendants,
         reap,
         sweep_children,
+        wait_exit,
     )
 
 

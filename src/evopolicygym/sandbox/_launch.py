@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import select
 import shutil
 import signal
 import socket
@@ -28,6 +27,7 @@ from evopolicygym.protocol import Exited, HostReply, HostUp, Kill, Spawn, Spawne
 from ._bwrap import bwrap_prefix
 from ._framing import Channel, FrameError
 from ._levels import IsolationLevel, IsolationPlan
+from ._proctree import wait_exit
 
 # Variables a sandboxed process inherits; everything else (including EVOPOLICYGYM_* run
 # paths) is dropped.
@@ -267,7 +267,7 @@ class HostProcess:
         """Stop the host and everything in its sandbox, and remove its scratch directory."""
         with contextlib.suppress(OSError):
             self.channel.sock.shutdown(2)
-        _wait_exit(self.process, 5)
+        wait_exit(self.process, 5)
         self.terminate()
 
     def terminate(self) -> None:
@@ -276,7 +276,7 @@ class HostProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
         if self._cgroup is not None:
             self._kill_cgroup()
-        _wait_exit(self.process, 10)
+        wait_exit(self.process, 10)
         self.channel.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -295,21 +295,3 @@ class HostProcess:
             time.sleep(0.01)
         with contextlib.suppress(OSError):
             self._cgroup.rmdir()
-
-
-def _wait_exit(process: subprocess.Popen, timeout: float) -> None:
-    """Wait up to ``timeout`` seconds for ``process`` to end, and reap it. Woken by the exit
-    itself (a pidfd), not by ``Popen.wait``'s polling, which sleeps up to 50 ms between looks."""
-    try:
-        pidfd = os.pidfd_open(process.pid)
-    except (AttributeError, OSError):  # no pidfd here, or already reaped
-        pidfd = None
-    if pidfd is not None:
-        try:
-            poller = select.poll()
-            poller.register(pidfd, select.POLLIN)
-            poller.poll(timeout * 1000)
-        finally:
-            os.close(pidfd)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=0 if pidfd is not None else timeout)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import signal
+import subprocess
 from collections.abc import Iterable
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -152,3 +154,24 @@ def sweep_children(
         if reap_others:
             ended += reap()
     return killed, ended
+
+
+def wait_exit(process: subprocess.Popen, timeout: float) -> int | None:
+    """Wait up to ``timeout`` seconds for ``process`` to end and reap it: its exit status, or
+    None if it is still running. Woken by the exit itself (a pidfd), not by ``Popen.wait``'s
+    polling, which sleeps up to 50 ms between looks."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # no pidfd here, or already reaped
+        pidfd = None
+    if pidfd is not None:
+        try:
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            poller.poll(timeout * 1000)
+        finally:
+            os.close(pidfd)
+    try:
+        return process.wait(timeout=0 if pidfd is not None else timeout)
+    except subprocess.TimeoutExpired:
+        return None
