@@ -85,9 +85,7 @@ class Host:
                 os.close(out_write)
                 os.close(err_write)
                 die_with_parent(host)
-                module, _, function = request.entry.partition(":")
-                entry = getattr(importlib.import_module(module), function)
-                status = entry(theirs.detach(), request.argument) or 0
+                status = _entry_point(request.entry)(theirs.detach(), request.argument) or 0
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -134,10 +132,15 @@ def _preload(modules: list[str]) -> None:
             traceback.print_exc()
 
 
-def _call(entry: str, argument: str) -> Any:
+def _entry_point(entry: str) -> Any:
+    """The function an entry point ``module:function`` names (importing the module)."""
     module, _, function = entry.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def _call(entry: str, argument: str) -> Any:
     try:
-        return getattr(importlib.import_module(module), function)(argument)
+        return _entry_point(entry)(argument)
     except Exception:
         print(f"{entry} failed:", file=sys.stderr)
         traceback.print_exc()
