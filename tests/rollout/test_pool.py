@@ -368,6 +368,70 @@ def test_sealed_evaluation_matches_in_process_results_and_survives_failures(tmp_
     ]
 
 
+SLOW_ON_EPISODE_3 = """
+    import time
+    class Policy:
+        def __init__(self, *args): pass
+        def reset(self, i): self.pause = 0.012 if i == 3 else 0.002
+        def act(self, obs):
+            time.sleep(self.pause)
+            return 1 if obs[2] + 0.5 * obs[3] > 0 else 0
+"""
+
+
+def test_sealed_episodes_are_charged_their_own_wall_time_not_their_neighbours(tmp_path):
+    # 12 episodes in lock step: a round takes about 12 act calls, but each episode is charged
+    # only its own (100 steps x 2 ms = 0.2 s, under the 0.6 s limit), as when it plays alone.
+    # Episode 3 takes 12 ms a step: it reaches the limit by itself, about step 50.
+    cartpole = get_env("gym/cartpole")
+    write_policy(tmp_path / "ck", SLOW_ON_EPISODE_3)
+    job = job_from_dir(tmp_path / "ck", cartpole, {})
+    tasks = [EpisodeTask(i, 700 + i, i) for i in range(12)]
+    limits = LimitsSection(rollout_wall_s=0.6)
+    pool = WorkerPool(cartpole.model_dump(), 1, limits, None, plan=PROCESS)
+    try:
+        results = pool.run(job, tasks, record=False, sealed=True, max_steps=100)
+    finally:
+        pool.close()
+    assert [r.error.category if r.error else None for r in results] == [
+        "episode_timeout" if i == 3 else None for i in range(12)
+    ]
+    assert [r.length for r in results if r.error is None] == [100] * 11
+    assert 25 <= results[3].length <= 55, results[3].length
+
+
+CLAIMS_NO_TIME = """
+    import time
+    from evopolicygym.rollout import _sealed
+    honest = _sealed.Acted
+    _sealed.Acted = lambda actions, errors, seconds: honest(actions, errors, [0.0] * len(seconds))
+    class Policy:
+        def __init__(self, *args): pass
+        def reset(self, i): pass
+        def act(self, obs):
+            time.sleep(0.01)
+            return 1 if obs[2] + 0.5 * obs[3] > 0 else 0
+"""
+
+
+def test_a_policy_process_that_misreports_its_time_is_still_charged(tmp_path):
+    # It says its calls took no time: each episode is then charged an even share of every
+    # round (2 x 10 ms per step for 2 episodes), so both reach the 0.6 s limit near step 60.
+    cartpole = get_env("gym/cartpole")
+    write_policy(tmp_path / "ck", CLAIMS_NO_TIME)
+    job = job_from_dir(tmp_path / "ck", cartpole, {})
+    tasks = [EpisodeTask(i, 700 + i, i) for i in range(2)]
+    pool = WorkerPool(
+        cartpole.model_dump(), 1, LimitsSection(rollout_wall_s=0.6), None, plan=PROCESS
+    )
+    try:
+        results = pool.run(job, tasks, record=False, sealed=True, max_steps=200)
+    finally:
+        pool.close()
+    assert [r.error.category if r.error else None for r in results] == ["episode_timeout"] * 2
+    assert all(40 <= r.length <= 62 for r in results), [r.length for r in results]
+
+
 def test_sealed_init_failures_keep_their_verdict(tmp_path):
     outcome = run(tmp_path, "raise ImportError('nope')\nclass Policy: pass\n", sealed=True)
     assert isinstance(outcome, InitFailure) and outcome.verdict == "import_error"

@@ -265,10 +265,13 @@ class SlotError(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
 
 class Acted(_Message, tag="acted"):
     """Reply to :class:`Step`: one JSON-safe action per entry of ``acts`` (``None`` where that
-    slot failed) and the failures of resets and actions."""
+    slot failed), the failures of resets and actions, and per entry of ``acts`` the seconds that
+    slot's calls took this round (its reset and its act): the worker charges each episode's
+    wall-time limit with its own calls, not with its neighbours'."""
 
     actions: list[Any]
     errors: list[SlotError]
+    seconds: list[float]
 
 
 PolicyRequest = Load | Step

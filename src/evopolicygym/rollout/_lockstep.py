@@ -50,6 +50,8 @@ from ._sealed import read_marker
 # Seconds a policy process may take beyond the time limits of a round before it is killed
 # (message encoding, interpreter overhead), and to build extra instances after the first.
 GRACE_S = 5.0
+# Resident memory beyond which a sealed worker builds no more worlds (fewer slots, same results).
+WORLDS_MEMORY_BYTES = 2 * 2**30
 
 
 class Zygote:
@@ -159,7 +161,12 @@ class SealedPolicy:
             slot = read_marker(self.marker)
             kind, message = describe_exit(self._end(), "policy process")
             raise PolicyGone(slot, kind, message) from None
-        if not isinstance(reply, Acted) or len(reply.actions) != len(request.acts):
+        count = len(request.acts)
+        if (
+            not isinstance(reply, Acted)
+            or len(reply.actions) != count
+            or len(reply.seconds) != count
+        ):
             self.kill()
             raise PolicyGone(
                 -1, EpisodeErrorKind.WORKER_CRASH, "the policy process answered out of turn"
@@ -185,17 +192,18 @@ class SealedPolicy:
 
 
 class _Running:
-    """One slot's episode in progress (the world's methods bound once: called every step)."""
+    """One slot's episode in progress (the world's methods bound once: called every step).
+    ``used`` is the wall time charged to it so far (see :meth:`LockstepRunner.run`)."""
 
-    __slots__ = ("deadline", "obs", "observe", "step", "steps", "task", "total", "world")
+    __slots__ = ("obs", "observe", "step", "steps", "task", "total", "used", "world")
 
-    def __init__(self, task: Task, world: World, obs: Any, deadline: float):
+    def __init__(self, task: Task, world: World, obs: Any):
         self.task = task
         self.world = world
         self.observe = world.observe
         self.step = world.step
         self.obs = obs
-        self.deadline = deadline
+        self.used = 0.0
         self.total = 0.0
         self.steps = 0
 
@@ -219,6 +227,7 @@ class LockstepRunner:
         self.wanted = slots
         self.core = core
         self.worlds: list[World] = []
+        self.instances = 0  # Policy instances the current policy process built
         self.policy: SealedPolicy | None = None
         self.load_request: Load | None = None
         self._request_spare()  # prepares while the first checkpoint is on its way
@@ -241,11 +250,7 @@ class LockstepRunner:
             self.policy.kill()
             self.policy = None
             return reply
-        while len(self.worlds) < reply.instances:
-            world = self.make_world()
-            if hasattr(world, "keep_info"):
-                world.keep_info = False  # nothing is recorded in hidden evaluation
-            self.worlds.append(world)
+        self.instances = reply.instances
         return reply.instances
 
     def _request_spare(self) -> None:
@@ -274,12 +279,20 @@ class LockstepRunner:
         sweep_children({self.zygote.pid})
 
     def run(self, request: RunEpisodes, send: Callable[[EpisodeDone], None]) -> None:
+        """Play ``request.tasks``, sending each :class:`EpisodeDone` as it ends.
+
+        Wall time is charged per episode, as if it had run alone: each round's time goes to the
+        slots whose calls took it (the policy process reports each slot's seconds; the worker
+        bounds what it believes by the round's own duration), and what no call took (stepping
+        the worlds, the messages) is shared evenly. A policy that misreports only moves time
+        between its own episodes; the act limit bounds every call regardless."""
         limits = self.limits
         act_limit, wall_limit = limits["act_timeout_s"], limits["rollout_wall_s"]
         max_steps = request.max_steps
         queue = deque(request.tasks)
         running: dict[int, _Running] = {}
         fresh: set[int] = set()
+        self._grow(len(queue))
 
         def finish(slot: int, error: EpisodeError | None) -> None:
             state = running.pop(slot)
@@ -309,7 +322,8 @@ class LockstepRunner:
                     return
             policy = self.policy
             assert policy is not None
-            for slot in range(len(self.worlds)):
+            started = time.monotonic()
+            for slot in range(min(self.instances, len(self.worlds))):
                 if slot in running or not queue:
                     continue
                 task = queue.popleft()
@@ -319,36 +333,35 @@ class LockstepRunner:
                 except Exception as exc:
                     send(_failed(task, EpisodeErrorKind.ENV_ERROR, f"{type(exc).__name__}: {exc}"))
                     continue
-                running[slot] = _Running(task, world, obs, time.monotonic() + wall_limit)
+                running[slot] = _Running(task, world, obs)
                 fresh.add(slot)
             if not running:
                 continue
-            now = time.monotonic()
             resets: list[tuple[int, int, float]] = []
             acts: list[tuple[int, Any, float]] = []
             for slot, state in running.items():
-                left = state.deadline - now
+                left = wall_limit - state.used
                 seconds = act_limit if left >= act_limit else max(left, 0.0)
                 if slot in fresh:
                     resets.append((slot, state.task.episode_index, seconds))
                 acts.append((slot, state.observe(state.obs), seconds))
             budget = (len(resets) + len(acts)) * act_limit
             try:
-                acted = policy.step(Step(resets, acts), now + budget + GRACE_S)
+                acted = policy.step(Step(resets, acts), time.monotonic() + budget + GRACE_S)
             except PolicyGone as gone:
-                self._recover(gone, running, queue, finish)
+                sent = {slot: seconds for slot, _obs, seconds in acts}
+                self._recover(gone, running, queue, finish, sent)
                 fresh.clear()
                 continue
             fresh.clear()
             failed = {error.slot: error for error in acted.errors} if acted.errors else None
-            now = time.monotonic()
-            for (slot, _obs, _seconds), action in zip(acts, acted.actions, strict=True):
+            for (slot, _obs, seconds), action in zip(acts, acted.actions, strict=True):
                 state = running[slot]
                 if failed is not None and slot in failed:
                     error = failed[slot]
                     kind, message = error.category, error.message
                     if kind is EpisodeErrorKind.ACT_TIMEOUT:
-                        if now >= state.deadline - 1e-3:
+                        if seconds < act_limit:  # the call had what was left of the episode
                             kind = EpisodeErrorKind.EPISODE_TIMEOUT
                         message = timeout_error(kind, error.call, limits)
                     finish(slot, EpisodeError(kind, message, error.traceback, state.steps))
@@ -367,21 +380,58 @@ class LockstepRunner:
                 if terminated or truncated or steps >= max_steps:
                     finish(slot, None)
                     policy.sweep()
-                elif now >= state.deadline:
-                    message = timeout_error(EpisodeErrorKind.EPISODE_TIMEOUT, "act", limits)
-                    error = EpisodeError(EpisodeErrorKind.EPISODE_TIMEOUT, message, None, steps)
-                    finish(slot, error)
-                    policy.sweep()
+            self._charge(running, acts, acted.seconds, time.monotonic() - started)
+            for slot in [slot for slot, state in running.items() if state.used >= wall_limit]:
+                message = timeout_error(EpisodeErrorKind.EPISODE_TIMEOUT, "act", limits)
+                steps = running[slot].steps
+                finish(slot, EpisodeError(EpisodeErrorKind.EPISODE_TIMEOUT, message, None, steps))
+                policy.sweep()
+
+    @staticmethod
+    def _charge(
+        running: dict[int, _Running], acts: list, reported: list[float], elapsed: float
+    ) -> None:
+        """Charge a round's ``elapsed`` seconds to the episodes still running: what the policy
+        process says each slot's calls took (believed up to ``elapsed`` in total), plus an even
+        share of the rest."""
+        if not running:
+            return
+        claimed = [min(max(seconds, 0.0), elapsed) for seconds in reported]
+        total = sum(claimed)
+        scale = elapsed / total if total > elapsed else 1.0
+        share = (elapsed - total * scale) / len(acts)
+        for (slot, _obs, _seconds), seconds in zip(acts, claimed, strict=True):
+            state = running.get(slot)
+            if state is not None:
+                state.used += seconds * scale + share
+
+    def _grow(self, wanted: int) -> None:
+        """Build worlds up to ``wanted`` (bounded by the policy's instances): worlds are kept
+        from checkpoint to checkpoint. Stops early once this process holds
+        :data:`WORLDS_MEMORY_BYTES` (always at least one world)."""
+        wanted = min(wanted, self.instances)
+        while len(self.worlds) < wanted:
+            if self.worlds and _resident_bytes() > WORLDS_MEMORY_BYTES:
+                break
+            world = self.make_world()
+            if hasattr(world, "keep_info"):
+                world.keep_info = False  # nothing is recorded in hidden evaluation
+            self.worlds.append(world)
 
     def _recover(
-        self, gone: PolicyGone, running: dict[int, _Running], queue: deque, finish
+        self,
+        gone: PolicyGone,
+        running: dict[int, _Running],
+        queue: deque,
+        finish,
+        limits_sent: dict[int, float],
     ) -> None:
         """The policy process is gone: blame the slot that was running, replay the others."""
         culprit = gone.slot if gone.slot in running else min(running)
         state = running[culprit]
         kind, message = gone.kind, gone.message
         if kind is EpisodeErrorKind.ACT_TIMEOUT:
-            if time.monotonic() >= state.deadline - 1e-3:
+            if limits_sent.get(culprit, 0.0) < self.limits["act_timeout_s"]:
                 kind = EpisodeErrorKind.EPISODE_TIMEOUT
             message = timeout_error(kind, "act", self.limits) + " and the policy process was killed"
         finish(culprit, EpisodeError(kind, message, None, state.steps))
@@ -389,6 +439,15 @@ class LockstepRunner:
             queue.appendleft(running.pop(slot).task)
         self.policy = None
         sweep_children({self.zygote.pid})
+
+
+def _resident_bytes() -> int:
+    """Resident memory of this process (second field of ``/proc/self/statm``, in pages)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * mmap.PAGESIZE
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _current_cpu() -> int | None:

@@ -50,6 +50,10 @@ from ._loader import CheckpointLoader, relative_traceback, write_checkpoint
 # The marker: which slot's policy call is running (-1: none). Shared memory written by the
 # policy process and read by its worker after a crash, to blame the right episode.
 MARKER = struct.Struct("=i")
+# Building extra Policy instances (one per lock-step slot) stops after this many seconds, or
+# once the process holds this fraction of its memory limit (the episodes need the rest).
+EXTRA_INSTANCES_S = 2.0
+EXTRA_INSTANCES_MEMORY = 0.5
 
 
 def read_marker(marker: mmap.mmap) -> int:
@@ -148,8 +152,14 @@ def run_policy_process(
     instances = [first]
     silent = CappedWriter(0)  # nobody reads hidden-evaluation output
     sys.stdout = sys.stderr = silent
-    budget = time.monotonic() + limits["init_timeout_s"] / 4
-    while len(instances) < slots and time.monotonic() < budget:
+    # Extra instances only cut message round trips: stop when they get costly (results do not
+    # depend on how many there are).
+    budget = time.monotonic() + min(limits["init_timeout_s"] / 4, EXTRA_INSTANCES_S)
+    while (
+        len(instances) < slots
+        and time.monotonic() < budget
+        and not near_memory_limit(EXTRA_INSTANCES_MEMORY)
+    ):
         watchdog.deadline = budget
         try:
             instances.append(loader.build())
@@ -184,20 +194,26 @@ def _answer(
             return
         errors: list[SlotError] = []
         failed: set[int] = set()
+        spent: dict[int, float] = {}  # reset seconds by slot
         for slot, episode_index, seconds in step.resets:
             running[0] = current[0] = slot
             randomness.seed(slot, episode_index)
+            started = clock()
             error = _call(watchdog, seconds, instances[slot].reset, episode_index, system)
+            spent[slot] = clock() - started
             if error is not None:
                 failed.add(slot)
                 errors.append(_slot_error(slot, "reset", error, EpisodeErrorKind.RESET_ERROR))
         actions: list[Any] = []
+        took: list[float] = []
         for slot, obs, seconds in step.acts:
             if slot in failed:
                 actions.append(None)
+                took.append(spent[slot])
                 continue
             running[0] = current[0] = slot
-            watchdog.deadline = clock() + seconds
+            started = clock()
+            watchdog.deadline = started + seconds
             try:
                 action = acts[slot](obs)
             except BaseException as exc:
@@ -206,6 +222,7 @@ def _answer(
                 failure = _classify(exc, system)
                 errors.append(_slot_error(slot, "act", failure, EpisodeErrorKind.ACT_ERROR))
             watchdog.deadline = math.inf
+            took.append(clock() - started + spent.get(slot, 0.0))
             kind = type(action)
             if kind is int or (
                 kind is list and all(map(_is_float, action)) and isfinite(sum(action))
@@ -214,7 +231,7 @@ def _answer(
             else:
                 actions.append(safe(action))
         running[0] = -1
-        channel.send(Acted(actions, errors))
+        channel.send(Acted(actions, errors, took))
 
 
 def _call(watchdog: Watchdog, seconds: float, function, argument, system: Path):

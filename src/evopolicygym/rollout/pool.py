@@ -59,8 +59,9 @@ from ._output import OutputDrain
 # construction for a load, result serialization for episodes.
 INIT_GRACE_S = 60.0
 EPISODE_GRACE_S = 15.0
-# Episodes a sealed worker steps in lock step (fewer when the policy is slow to build).
-SEALED_SLOTS = 16
+# Episodes a sealed worker steps in lock step (fewer when the policy is slow or large to build,
+# or when there are fewer episodes): more of them share each message round trip.
+SEALED_SLOTS = 64
 WORKER_MODULE = "evopolicygym.rollout.worker"
 WORKER_ENTRY = f"{WORKER_MODULE}:serve"
 # Modules every lane host imports before it forks workers; then it asks the worker module which
@@ -186,8 +187,11 @@ class _Worker:
     def next_episode(self, wanted: set[int]) -> EpisodeDone:
         limits = self.lane.pool.limits
         wait = limits.rollout_wall_s + EPISODE_GRACE_S
-        if self.sealed:  # lock-step rounds may add one act limit per slot
-            wait += SEALED_SLOTS * limits.act_timeout_s
+        if self.sealed:
+            # Episodes in lock step share the clock: each is charged its own time, so the first
+            # of them may end only after every slot has spent its limit (the worker enforces
+            # the limits; this only catches a worker that hangs).
+            wait += SEALED_SLOTS * (limits.rollout_wall_s + limits.act_timeout_s)
         deadline = time.monotonic() + wait
         try:
             reply = self._recv(deadline)
