@@ -580,6 +580,50 @@ def test_lock_step_hidden_evaluation_gives_what_one_episode_at_a_time_gives(tmp_
     assert len({r.episode_return for r in sequential}) > 3  # the episodes do differ
 
 
+WOBBLY = """
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): pass
+    def act(self, obs):
+        return 1 if obs[2] + 0.05 * obs[3] > 0.03 else 0
+"""
+
+
+def test_train_and_sealed_returns_equal_a_plain_gymnasium_loop(tmp_path):
+    # A warm train worker rehearses a few random steps before its checkpoint arrives, and a
+    # sealed worker reuses its worlds: neither may change what an episode gives.
+    import gymnasium
+
+    cartpole = get_env("gym/cartpole")
+    write_policy(tmp_path / "ck", WOBBLY)
+    namespace: dict = {}
+    exec(WOBBLY, namespace)
+    policy = namespace["Policy"]()
+    env = gymnasium.make(cartpole.upstream, **cartpole.kwargs)
+    seeds = [900 + 37 * i for i in range(8)]
+    plain = []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        total = 0.0
+        for _ in range(300):
+            obs, reward, terminated, truncated, _ = env.step(policy.act(obs.tolist()))
+            total += reward
+            if terminated or truncated:
+                break
+        plain.append(total)
+    job = job_from_dir(tmp_path / "ck", cartpole, {})
+    tasks = [EpisodeTask(i, seed, i) for i, seed in enumerate(seeds)]
+    pool = WorkerPool(cartpole.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
+    try:
+        train = pool.run(job, tasks, record=True, max_steps=300)
+        sealed = pool.run(job, tasks, record=False, sealed=True, max_steps=300)
+    finally:
+        pool.close()
+    assert [r.episode_return for r in train] == plain
+    assert [r.episode_return for r in sealed] == plain
+    assert len(set(plain)) > 3  # the episodes do differ
+
+
 @pytest.mark.parametrize("sealed", [False, True], ids=["train", "sealed"])
 def test_the_file_size_limit_binds_policy_writes_not_checkpoint_files(tmp_path, sealed):
     # Policy processes are hardened before their checkpoint arrives; its files are written

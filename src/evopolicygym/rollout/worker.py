@@ -35,6 +35,7 @@ from evopolicygym.protocol import (
     Loaded,
     LoadFailed,
     RunEpisodes,
+    Task,
     Verdict,
     WorkerConfig,
     WorkerRequest,
@@ -57,6 +58,9 @@ from ._loader import CheckpointLoader, write_checkpoint
 from ._lockstep import LockstepRunner, Zygote
 from ._recorder import EpisodeRecorder
 from ._sealed import MARKER, run_zygote
+
+# Steps a warm train worker plays with random actions before its checkpoint arrives (_rehearse).
+REHEARSAL_STEPS = 8
 
 
 def serve(fd: int, argument: bytes) -> int:
@@ -95,6 +99,7 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     limits = config.limits
     _spec, world, problem = _build(config)
     if problem is None:
+        _rehearse(world, limits, watchdog)
         # Processes the environment started for itself (a browser driver): never the policy's.
         environment = set(children(os.getpid()))
         system = Path(tempfile.mkdtemp(prefix="policy-")) / "system"
@@ -159,6 +164,34 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
             # subreaper, whatever session they moved to).
             sweep_children(environment, reap_others=False)
             channel.send(done)
+
+
+class _Sampler:
+    """The rehearsal's policy: the world's own seeded random actions."""
+
+    def __init__(self, world):
+        self.act = lambda _obs: world.sample()
+
+    def reset(self, episode_index: int) -> None:
+        pass
+
+
+def _rehearse(world, limits: dict, watchdog: Watchdog) -> None:
+    """Play a few recorded steps of random actions before any checkpoint arrives. A forked
+    worker's first touch of each page it shares with its host copies that page; doing it now
+    takes several milliseconds off the first episode of a submit. Every episode reseeds the
+    world, so nothing of this carries over. A failure here is left to the real episodes."""
+    recorder = EpisodeRecorder(world.observe, obs_external=False, compress_images=False)
+    task = Task(index=0, seed=0, episode_index=0)
+    play_episode(
+        world,
+        _Sampler(world),
+        task,
+        max_steps=REHEARSAL_STEPS,
+        limits=limits,
+        watchdog=watchdog,
+        recorder=recorder,
+    )
 
 
 def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:
