@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 SEED_MODULUS = 2**32
+_new_turn = tuple.__new__
 
 
 def make_env(spec: EnvSpec) -> gymnasium.Env:
@@ -123,7 +124,8 @@ class GymnasiumWorld:
             )
         self._done = bool(terminated or truncated)
         self._last_obs = obs
-        return Turn(obs, reward, bool(terminated), bool(truncated), info)
+        # tuple.__new__: half the cost of the named tuple's own constructor, every step.
+        return _new_turn(Turn, (obs, reward, bool(terminated), bool(truncated), info))
 
     @staticmethod
     def _scalar_reward(reward: Any, info: dict[str, Any]) -> float:

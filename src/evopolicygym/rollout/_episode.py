@@ -81,21 +81,25 @@ def play_episode(
         watchdog.call(min(act_limit, wall_limit), policy.reset, task.episode_index)
         kind = EpisodeErrorKind.ENV_ERROR
         obs = world.reset(task.seed)
+        # Looked up once: this loop runs every step of every train episode.
         observe, env_step, act = world.observe, world.step, policy.act
+        clock, inf = time.monotonic, math.inf
+        acting, stepping = EpisodeErrorKind.ACT_ERROR, EpisodeErrorKind.ENV_ERROR
+        record = recorder.add if recorder is not None else None
         for step in range(max_steps):  # noqa: B007 (read after the loop: where it stopped)
             visible = observe(obs)
-            kind = EpisodeErrorKind.ACT_ERROR
-            started = time.monotonic()
+            kind = acting
+            started = clock()
             watchdog.deadline = started + act_limit if started + act_limit < deadline else deadline
             try:
                 action = act(visible)
             finally:
-                watchdog.deadline = math.inf
-            kind = EpisodeErrorKind.ENV_ERROR
+                watchdog.deadline = inf
+            kind = stepping
             turn = env_step(action)
             total += turn.reward
-            if recorder is not None:
-                recorder.add(obs, visible, action, turn)
+            if record is not None:
+                record(obs, visible, action, turn)
             obs = turn.obs
             if turn.terminated or turn.truncated:
                 break
