@@ -400,11 +400,11 @@ def test_sealed_episodes_are_charged_their_own_wall_time_not_their_neighbours(tm
     assert 25 <= results[3].length <= 55, results[3].length
 
 
-CLAIMS_NO_TIME = """
+MISREPORTS_ITS_TIME = """
     import time
     from evopolicygym.rollout import _sealed
     honest = _sealed.Acted
-    _sealed.Acted = lambda actions, errors, seconds: honest(actions, errors, [0.0] * len(seconds))
+    _sealed.Acted = lambda actions, errors, seconds: honest(actions, errors, [CLAIM] * len(seconds))
     class Policy:
         def __init__(self, *args): pass
         def reset(self, i): pass
@@ -414,11 +414,12 @@ CLAIMS_NO_TIME = """
 """
 
 
-def test_a_policy_process_that_misreports_its_time_is_still_charged(tmp_path):
-    # It says its calls took no time: each episode is then charged an even share of every
+@pytest.mark.parametrize("claim", ["0.0", "float('nan')", "-1e9", "1e9"])
+def test_a_policy_process_that_misreports_its_time_is_still_charged(tmp_path, claim):
+    # Whatever it says its calls took, each episode is charged at least an even share of every
     # round (2 x 10 ms per step for 2 episodes), so both reach the 0.6 s limit near step 60.
     cartpole = get_env("gym/cartpole")
-    write_policy(tmp_path / "ck", CLAIMS_NO_TIME)
+    write_policy(tmp_path / "ck", MISREPORTS_ITS_TIME.replace("CLAIM", claim))
     job = job_from_dir(tmp_path / "ck", cartpole, {})
     tasks = [EpisodeTask(i, 700 + i, i) for i in range(2)]
     pool = WorkerPool(

@@ -380,30 +380,12 @@ class LockstepRunner:
                 if terminated or truncated or steps >= max_steps:
                     finish(slot, None)
                     policy.sweep()
-            self._charge(running, acts, acted.seconds, time.monotonic() - started)
-            for slot in [slot for slot, state in running.items() if state.used >= wall_limit]:
+            elapsed = time.monotonic() - started
+            for slot in _charge(running, acts, acted.seconds, elapsed, wall_limit):
                 message = timeout_error(EpisodeErrorKind.EPISODE_TIMEOUT, "act", limits)
                 steps = running[slot].steps
                 finish(slot, EpisodeError(EpisodeErrorKind.EPISODE_TIMEOUT, message, None, steps))
                 policy.sweep()
-
-    @staticmethod
-    def _charge(
-        running: dict[int, _Running], acts: list, reported: list[float], elapsed: float
-    ) -> None:
-        """Charge a round's ``elapsed`` seconds to the episodes still running: what the policy
-        process says each slot's calls took (believed up to ``elapsed`` in total), plus an even
-        share of the rest."""
-        if not running:
-            return
-        claimed = [min(max(seconds, 0.0), elapsed) for seconds in reported]
-        total = sum(claimed)
-        scale = elapsed / total if total > elapsed else 1.0
-        share = (elapsed - total * scale) / len(acts)
-        for (slot, _obs, _seconds), seconds in zip(acts, claimed, strict=True):
-            state = running.get(slot)
-            if state is not None:
-                state.used += seconds * scale + share
 
     def _grow(self, wanted: int) -> None:
         """Build worlds up to ``wanted`` (bounded by the policy's instances): worlds are kept
@@ -439,6 +421,41 @@ class LockstepRunner:
             queue.appendleft(running.pop(slot).task)
         self.policy = None
         sweep_children({self.zygote.pid})
+
+
+def _charge(
+    running: dict[int, _Running],
+    acts: list[tuple[int, Any, float]],
+    reported: list[float],
+    elapsed: float,
+    limit: float,
+) -> list[int]:
+    """Charge a round's ``elapsed`` seconds to the episodes still running: what the policy
+    process says each slot's calls took (believed up to ``elapsed`` in total), plus an even share
+    of the rest. Returns the slots that reached ``limit``."""
+    total = sum(reported)
+    if not total <= elapsed or not min(reported, default=0.0) >= 0.0:  # NaN fails both
+        reported = [_clamp(seconds, elapsed) for seconds in reported]
+        total = sum(reported)
+        if total > elapsed:
+            reported = [seconds * elapsed / total for seconds in reported]
+            total = elapsed
+    share = (elapsed - total) / len(acts)
+    over = []
+    for (slot, _obs, _seconds), seconds in zip(acts, reported, strict=True):
+        state = running.get(slot)
+        if state is not None:
+            state.used += seconds + share
+            if state.used >= limit:
+                over.append(slot)
+    return over
+
+
+def _clamp(seconds: float, elapsed: float) -> float:
+    """``seconds`` within ``[0, elapsed]``; NaN counts as 0."""
+    if not seconds >= 0.0:
+        return 0.0
+    return seconds if seconds <= elapsed else elapsed
 
 
 def _resident_bytes() -> int:
