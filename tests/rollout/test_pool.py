@@ -677,3 +677,16 @@ print(json.dumps({"judge_imported": "gymnasium" in sys.modules, "host": files}))
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["judge_imported"] is False
     assert any(path.endswith("classic_control/cartpole.py") for path in seen["host"])
+
+
+def test_a_lane_host_imports_only_what_its_environment_needs(tmp_path):
+    # The toy environment needs no simulator: its lane host imports no Gymnasium (a Gymnasium
+    # environment's adapter brings it in; see the test above).
+    pool = WorkerPool(TOY.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
+    try:
+        pool.prewarm()
+        files = pool.module_files()
+    finally:
+        pool.close()
+    assert any(path.endswith("evopolicygym/envs/toy.py") for path in files)
+    assert not [path for path in files if "/gymnasium/" in path]

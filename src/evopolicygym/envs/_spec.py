@@ -28,7 +28,7 @@ AdapterName = Literal["toy", "gymnasium", "web", "jax", "mario", "miniworld", "m
 class Anchors(BaseModel):
     """Reference returns for reports: never used to select or score checkpoints."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     random: float | None = Field(None, description="Uniform random policy, validation-pool mean.")
     random_source: str = Field("", description="How and when the random anchor was measured.")
@@ -41,7 +41,7 @@ class Calibration(BaseModel):
     same held-out cases: what readiness level L4 asks for. Written by ``evopolicygym calibrate
     --record``; ``check-envs`` recomputes :attr:`improved` from the numbers."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     agent: str = Field(..., description="Agent that ran, e.g. builtin:hillclimb.")
     budget: int = Field(..., gt=0, description="Train episodes the agent could spend.")
@@ -87,7 +87,7 @@ class EnvSpec(BaseModel):
     """One environment as the benchmark runs it. One source of truth: nothing about an
     environment is hard-coded outside its envspec file and its task text."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(..., description="Benchmark id, e.g. gym/cartpole.")
     upstream: str | None = Field(None, description="Gymnasium registry id, e.g. CartPole-v1.")
@@ -164,6 +164,14 @@ class EnvSpec(BaseModel):
             data["task"] = task_path.read_text(encoding="utf-8")
         data.setdefault("source", str(path))
         return cls.model_validate(data)
+
+    @classmethod
+    def trusted(cls, data: dict[str, Any]) -> EnvSpec:
+        """A spec the judge already validated (``model_dump`` output), as workers and lane hosts
+        receive it: built without validation. The models' validators are built on first use
+        (``defer_build``), and a lane host that validated would build them, tens of
+        milliseconds of every lane's start. Nested sections stay plain dicts."""
+        return cls.model_construct(**data)
 
 
 class MissingExtraError(RuntimeError):

@@ -65,8 +65,9 @@ SEALED_SLOTS = 64
 WORKER_MODULE = "evopolicygym.rollout.worker"
 WORKER_ENTRY = f"{WORKER_MODULE}:serve"
 # Modules every lane host imports before it forks workers; then it asks the worker module which
-# modules the environment needs (``worker.runtime_modules``).
-PRELOAD = ["numpy", "gymnasium", WORKER_MODULE]
+# modules the environment needs (``worker.runtime_modules``: the adapter, which imports its
+# simulator, e.g. Gymnasium, and the environment's own module).
+PRELOAD = ["numpy", WORKER_MODULE]
 _FATAL = {
     EpisodeErrorKind.EPISODE_TIMEOUT,
     EpisodeErrorKind.OOM,
