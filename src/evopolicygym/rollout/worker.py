@@ -60,8 +60,11 @@ from ._lockstep import LockstepRunner, Zygote
 from ._recorder import EpisodeRecorder
 from ._sealed import MARKER, run_zygote
 
-# Steps a warm train worker plays with random actions before its checkpoint arrives (_rehearse).
+# Steps a warm train worker plays with random actions before its checkpoint arrives (_rehearse),
+# for adapters whose environments are plain simulators (a web environment rehearsed this way
+# failed its next reset in a hardened worker).
 REHEARSAL_STEPS = 8
+REHEARSED_ADAPTERS = frozenset({"gymnasium", "toy"})
 
 
 def serve(fd: int, argument: bytes) -> int:
@@ -98,9 +101,10 @@ def _env_failure(problem: str) -> LoadFailed:
 def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     watchdog = Watchdog()
     limits = config.limits
-    _spec, world, problem = _build(config)
+    spec, world, problem = _build(config)
     if problem is None:
-        _rehearse(world, limits, watchdog)
+        if spec.adapter in REHEARSED_ADAPTERS:
+            _rehearse(world, limits, watchdog)
         # Processes the environment started for itself (a browser driver): never the policy's.
         environment = set(children(os.getpid()))
         system = Path(tempfile.mkdtemp(prefix="policy-")) / "system"
