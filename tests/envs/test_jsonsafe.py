@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from evopolicygym.envs.jsonsafe import float_token, to_jsonsafe
+from evopolicygym.envs.jsonsafe import float_token, stack_arrays, to_jsonsafe
 
 
 class Colour(enum.Enum):
@@ -77,3 +77,40 @@ def test_numpy_scalars_become_plain_python_types():
     assert out == {"a": 1.5, "b": 3, "c": False}
     assert [type(v) for v in out.values()] == [float, int, bool]
     assert to_jsonsafe(np.float32(np.inf)) == "inf"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [
+            np.array([0.1, -2.5, 3e-8], dtype=np.float32),
+            np.array([1.0, 2.0, 3.0], dtype=np.float32),
+        ],
+        [np.arange(6, dtype=np.int64).reshape(2, 3), np.ones((2, 3), dtype=np.int64)],
+        [np.array([True, False]), np.array([False, False])],
+        [np.zeros((4, 4, 3), dtype=np.uint8)],
+        [np.array([1.7e308, 1.7e308]), np.array([0.5, 1.0])],  # finite, though the sum is not
+    ],
+    ids=["float32", "int64 2-d", "bool", "image", "huge"],
+)
+def test_a_stack_of_arrays_gives_each_row_exactly_its_json_safe_form(values):
+    stacked = stack_arrays(values)
+    assert stacked is not None
+    # As JSON, so that True, 1 and 1.0 differ.
+    assert json.dumps(stacked.tolist()) == json.dumps([to_jsonsafe(value) for value in values])
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [np.array([1.0, np.nan]), np.array([1.0, 2.0])],  # NaN becomes "nan" one by one
+        [np.array([1.0, 2.0]), np.array([1.0, 2.0, 3.0])],  # shapes differ
+        [np.array([1.0, 2.0]), np.array([1, 2])],  # dtypes differ
+        [np.array([1.0, 2.0]), [1.0, 2.0]],  # not an array
+        [np.array(["a", "b"])],  # strings
+        [],
+    ],
+    ids=["nan", "shapes", "dtypes", "list", "strings", "empty"],
+)
+def test_arrays_that_do_not_stack_as_their_list_forms_are_refused(values):
+    assert stack_arrays(values) is None

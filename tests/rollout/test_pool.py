@@ -690,3 +690,32 @@ def test_a_lane_host_imports_only_what_its_environment_needs(tmp_path):
         pool.close()
     assert any(path.endswith("evopolicygym/envs/toy.py") for path in files)
     assert not [path for path in files if "/gymnasium/" in path]
+
+
+PIXEL_DRIVER = """
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): pass
+    def act(self, obs):
+        assert type(obs[0][0][0]) is int  # the list form of a uint8 image, as in train episodes
+        green = sum(pixel[1] for row in obs[60:70] for pixel in row[40:56])
+        return [0.5 if green % 3 else -0.5, 0.2, 0.0]
+"""
+
+
+def test_sealed_evaluation_gives_image_observations_exactly_as_train_episodes_do(tmp_path):
+    # A round's images travel as one block of bytes; the policy must see the same nested lists
+    # of ints as in a train episode, so every return is the same.
+    racing = get_env("gym/racing")
+    write_policy(tmp_path / "ck", PIXEL_DRIVER)
+    job = job_from_dir(tmp_path / "ck", racing, {})
+    tasks = [EpisodeTask(i, 40 + i, i) for i in range(3)]
+    pool = WorkerPool(racing.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
+    try:
+        train = pool.run(job, tasks, record=False, max_steps=60)
+        sealed = pool.run(job, tasks, record=False, sealed=True, max_steps=60)
+    finally:
+        pool.close()
+    assert [r.error for r in train] == [None] * 3
+    assert [r.episode_return for r in sealed] == [r.episode_return for r in train]
+    assert len({r.episode_return for r in train}) == 3

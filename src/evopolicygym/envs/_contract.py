@@ -28,7 +28,10 @@ class World(Protocol):
     observations, rewards and flags, whatever episodes ran on this instance before.
 
     A world MAY have a boolean attribute ``keep_info``: hidden evaluation sets it to False, and
-    ``step`` may then return an empty ``info`` (nothing is recorded there).
+    ``step`` may then return an empty ``info`` (nothing is recorded there). It MAY have a method
+    ``observe_stack(observations) -> numpy array | None``: the observations as one array whose
+    rows' ``tolist()`` are what :meth:`observe` gives, or None when they are not such arrays
+    (hidden evaluation then sends a round's observations as one block of bytes).
     """
 
     def reset(self, seed: int) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["float_token", "to_jsonsafe"]
+__all__ = ["float_token", "stack_arrays", "to_jsonsafe"]
 
 
 def float_token(value: float) -> float | str:
@@ -124,3 +124,27 @@ def to_jsonsafe(value: Any) -> Any:
         # Sorted so that the same set always serializes the same way.
         return sorted((to_jsonsafe(item) for item in value), key=repr)
     return repr(value)
+
+
+def stack_arrays(values: list[Any]) -> np.ndarray | None:
+    """``values`` stacked into one array when each is an ndarray of one shape (at least one
+    dimension) and dtype whose JSON-safe form is its list form (booleans, integers, finite
+    floats): row ``i`` of the stack's ``tolist()`` is then exactly ``to_jsonsafe(values[i])``.
+    None otherwise."""
+    if not values:
+        return None
+    first = values[0]
+    if type(first) is not np.ndarray or first.ndim == 0 or first.dtype.kind not in "biuf":
+        return None
+    shape, dtype = first.shape, first.dtype
+    for value in values:
+        if type(value) is not np.ndarray or value.shape != shape:
+            return None
+        if value.dtype is not dtype and value.dtype != dtype:
+            return None
+    # concatenate + reshape: a quarter of np.stack's cost for many small arrays.
+    stacked = np.concatenate(values).reshape((len(values), *shape))
+    # A sum is NaN or infinite when any element is (or when it overflows: then checked fully).
+    if dtype.kind == "f" and not (np.isfinite(stacked.sum()) or np.isfinite(stacked).all()):
+        return None
+    return stacked

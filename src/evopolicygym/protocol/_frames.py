@@ -243,13 +243,25 @@ class PolicyLoaded(_Message, tag="policy_loaded"):
     instances: int
 
 
+class ObsBlock(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """A round's observations as one C-order array (``dtype`` a NumPy dtype string, ``shape``
+    the stack's): row ``i`` is the observation of ``acts[i]``, given to the policy as its list
+    form (what ``to_jsonsafe`` makes of it). Raw bytes instead of a nested list per slot."""
+
+    dtype: str
+    shape: list[int]
+    data: bytes
+
+
 class Step(_Message, tag="step"):
     """One lock-step round: ``resets`` are ``[slot, episode_index, seconds]`` for slots starting
     an episode (called before the round's actions), ``acts`` are ``[slot, observation,
-    seconds]``; ``seconds`` is the time limit of that call."""
+    seconds]``; ``seconds`` is the time limit of that call. With a ``block``, the observations
+    are its rows and those in ``acts`` are None."""
 
     resets: list[tuple[int, int, float]]
     acts: list[tuple[int, Any, float]]
+    block: ObsBlock | None = None
 
 
 class SlotError(msgspec.Struct, array_like=True, forbid_unknown_fields=True):

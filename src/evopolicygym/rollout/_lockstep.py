@@ -32,6 +32,7 @@ from evopolicygym.protocol import (
     Load,
     Loaded,
     LoadFailed,
+    ObsBlock,
     PolicyEnded,
     PolicyForked,
     PolicyLoaded,
@@ -339,15 +340,19 @@ class LockstepRunner:
                 continue
             resets: list[tuple[int, int, float]] = []
             acts: list[tuple[int, Any, float]] = []
+            block = self._block([state.obs for state in running.values()])
             for slot, state in running.items():
                 left = wall_limit - state.used
                 seconds = act_limit if left >= act_limit else max(left, 0.0)
                 if slot in fresh:
                     resets.append((slot, state.task.episode_index, seconds))
-                acts.append((slot, state.observe(state.obs), seconds))
+                acts.append(
+                    (slot, None if block is not None else state.observe(state.obs), seconds)
+                )
             budget = (len(resets) + len(acts)) * act_limit
             try:
-                acted = policy.step(Step(resets, acts), time.monotonic() + budget + GRACE_S)
+                request = Step(resets, acts, block)
+                acted = policy.step(request, time.monotonic() + budget + GRACE_S)
             except PolicyGone as gone:
                 sent = {slot: seconds for slot, _obs, seconds in acts}
                 self._recover(gone, running, queue, finish, sent)
@@ -386,6 +391,14 @@ class LockstepRunner:
                 steps = running[slot].steps
                 finish(slot, EpisodeError(EpisodeErrorKind.EPISODE_TIMEOUT, message, None, steps))
                 policy.sweep()
+
+    def _block(self, observations: list[Any]) -> ObsBlock | None:
+        """The round's observations as one :class:`ObsBlock` when the worlds can stack them."""
+        stack = getattr(self.worlds[0], "observe_stack", None) if self.worlds else None
+        stacked = stack(observations) if stack is not None else None
+        if stacked is None:
+            return None
+        return ObsBlock(stacked.dtype.str, list(stacked.shape), stacked.tobytes())
 
     def _grow(self, wanted: int) -> None:
         """Build worlds up to ``wanted`` (bounded by the policy's instances): worlds are kept

@@ -34,6 +34,7 @@ from evopolicygym.protocol import (
     EpisodeErrorKind,
     ForkPolicy,
     Load,
+    ObsBlock,
     PolicyEnded,
     PolicyForked,
     PolicyLoaded,
@@ -206,7 +207,10 @@ def _answer(
                 errors.append(_slot_error(slot, "reset", error, EpisodeErrorKind.RESET_ERROR))
         actions: list[Any] = []
         took: list[float] = []
-        for slot, obs, seconds in step.acts:
+        block = step.block
+        rows = _rows(block) if block is not None else None
+        for number, (slot, given, seconds) in enumerate(step.acts):
+            obs = given if rows is None else rows[number]
             if slot in failed:
                 actions.append(None)
                 took.append(spent[slot])
@@ -232,6 +236,11 @@ def _answer(
                 actions.append(safe(action))
         running[0] = -1
         channel.send(Acted(actions, errors, took))
+
+
+def _rows(block: ObsBlock) -> list[Any]:
+    """The observations of a :class:`ObsBlock`, one list form per row."""
+    return np.frombuffer(block.data, dtype=block.dtype).reshape(block.shape).tolist()
 
 
 def _call(watchdog: Watchdog, seconds: float, function, argument, system: Path):
