@@ -351,8 +351,8 @@ class LockstepRunner:
                 )
             budget = (len(resets) + len(acts)) * act_limit
             try:
-                request = Step(resets, acts, block)
-                acted = policy.step(request, time.monotonic() + budget + GRACE_S)
+                round_request = Step(resets, acts, block)
+                acted = policy.step(round_request, time.monotonic() + budget + GRACE_S)
             except PolicyGone as gone:
                 sent = {slot: seconds for slot, _obs, seconds in acts}
                 self._recover(gone, running, queue, finish, sent)

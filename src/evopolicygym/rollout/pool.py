@@ -61,7 +61,7 @@ INIT_GRACE_S = 60.0
 EPISODE_GRACE_S = 15.0
 # Episodes a sealed worker steps in lock step (fewer when the policy is slow or large to build,
 # or when there are fewer episodes): more of them share each message round trip.
-SEALED_SLOTS = 64
+SEALED_SLOTS = 32
 WORKER_MODULE = "evopolicygym.rollout.worker"
 WORKER_ENTRY = f"{WORKER_MODULE}:serve"
 # Modules every lane host imports before it forks workers; then it asks the worker module which
