@@ -562,21 +562,33 @@ RANDOM_AND_GLOBAL_STATE = """
 """
 
 
+def train_then_sealed(
+    tmp_path, env_id: str, source: str, seeds: list[int], max_steps: int, record: bool = False
+):
+    """``(train results, sealed results)`` of ``source`` on one worker of ``env_id``: the same
+    episodes played one after the other (recorded if ``record``), then in lock step."""
+    spec = get_env(env_id)
+    write_policy(tmp_path / "ck", source)
+    job = job_from_dir(tmp_path / "ck", spec, {})
+    tasks = [EpisodeTask(i, seed, i) for i, seed in enumerate(seeds)]
+    pool = WorkerPool(spec.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
+    try:
+        train = pool.run(job, tasks, record=record, max_steps=max_steps)
+        sealed = pool.run(job, tasks, record=False, sealed=True, max_steps=max_steps)
+    finally:
+        pool.close()
+    return train, sealed
+
+
 def test_lock_step_hidden_evaluation_gives_what_one_episode_at_a_time_gives(tmp_path):
     # Sealed evaluation plays 12 episodes side by side on one worker; each slot has its own
     # module globals and random streams, so every return equals the train worker's, which
     # plays them one after the other in one process.
-    cartpole = get_env("gym/cartpole")
-    write_policy(tmp_path / "ck", RANDOM_AND_GLOBAL_STATE)
-    job = job_from_dir(tmp_path / "ck", cartpole, {})
-    tasks = [EpisodeTask(i, 500 + i, i) for i in range(12)]
-    pool = WorkerPool(cartpole.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
-    try:
-        sequential = pool.run(job, tasks, record=False, max_steps=200)
-        side_by_side = pool.run(job, tasks, record=False, sealed=True, max_steps=200)
-    finally:
-        pool.close()
-    assert [r.error for r in side_by_side] == [None] * len(tasks)
+    seeds = [500 + i for i in range(12)]
+    sequential, side_by_side = train_then_sealed(
+        tmp_path, "gym/cartpole", RANDOM_AND_GLOBAL_STATE, seeds, 200
+    )
+    assert [r.error for r in side_by_side] == [None] * len(seeds)
     assert [r.episode_return for r in side_by_side] == [r.episode_return for r in sequential]
     assert len({r.episode_return for r in sequential}) > 3  # the episodes do differ
 
@@ -596,7 +608,6 @@ def test_train_and_sealed_returns_equal_a_plain_gymnasium_loop(tmp_path):
     import gymnasium
 
     cartpole = get_env("gym/cartpole")
-    write_policy(tmp_path / "ck", WOBBLY)
     namespace: dict = {}
     exec(WOBBLY, namespace)
     policy = namespace["Policy"]()
@@ -612,14 +623,7 @@ def test_train_and_sealed_returns_equal_a_plain_gymnasium_loop(tmp_path):
             if terminated or truncated:
                 break
         plain.append(total)
-    job = job_from_dir(tmp_path / "ck", cartpole, {})
-    tasks = [EpisodeTask(i, seed, i) for i, seed in enumerate(seeds)]
-    pool = WorkerPool(cartpole.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
-    try:
-        train = pool.run(job, tasks, record=True, max_steps=300)
-        sealed = pool.run(job, tasks, record=False, sealed=True, max_steps=300)
-    finally:
-        pool.close()
+    train, sealed = train_then_sealed(tmp_path, "gym/cartpole", WOBBLY, seeds, 300, record=True)
     assert [r.episode_return for r in train] == plain
     assert [r.episode_return for r in sealed] == plain
     assert len(set(plain)) > 3  # the episodes do differ
@@ -706,16 +710,7 @@ class Policy:
 def test_sealed_evaluation_gives_image_observations_exactly_as_train_episodes_do(tmp_path):
     # A round's images travel as one block of bytes; the policy must see the same nested lists
     # of ints as in a train episode, so every return is the same.
-    racing = get_env("gym/racing")
-    write_policy(tmp_path / "ck", PIXEL_DRIVER)
-    job = job_from_dir(tmp_path / "ck", racing, {})
-    tasks = [EpisodeTask(i, 40 + i, i) for i in range(3)]
-    pool = WorkerPool(racing.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
-    try:
-        train = pool.run(job, tasks, record=False, max_steps=60)
-        sealed = pool.run(job, tasks, record=False, sealed=True, max_steps=60)
-    finally:
-        pool.close()
+    train, sealed = train_then_sealed(tmp_path, "gym/racing", PIXEL_DRIVER, [40, 41, 42], 60)
     assert [r.error for r in train] == [None] * 3
     assert [r.episode_return for r in sealed] == [r.episode_return for r in train]
     assert len({r.episode_return for r in train}) == 3
