@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from evopolicygym.envs.jsonsafe import float_token, stack_arrays, to_jsonsafe
+from evopolicygym.envs.jsonsafe import float_token, stack_arrays, to_jsonsafe, vector_converter
 
 
 class Colour(enum.Enum):
@@ -114,3 +114,52 @@ def test_a_stack_of_arrays_gives_each_row_exactly_its_json_safe_form(values):
 )
 def test_arrays_that_do_not_stack_as_their_list_forms_are_refused(values):
     assert stack_arrays(values) is None
+
+
+VECTORS = [
+    np.array([0.5, -2.0, 3.0], np.float32),
+    np.array([0.5, -2.0, 3.0]),
+    np.array([1.0, np.nan, 2.0], np.float32),
+    np.array([np.inf, -np.inf]),
+    np.array([[1.0, 2.0], [3.0, np.nan]]),
+    np.array([1e308, 1e308]),  # finite, though their sum overflows
+    np.zeros(0, np.float32),
+    np.array([3, 255], np.uint8),
+    np.array([-5, 7]),
+    np.array([True, False]),
+    [1.0, float("nan")],
+    np.float32(2.5),
+    None,
+]
+
+
+@pytest.mark.parametrize("value", VECTORS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint8, np.int64, np.bool_])
+def test_a_vector_converter_gives_exactly_what_to_jsonsafe_gives(dtype, value):
+    convert = vector_converter(np.dtype(dtype))
+    expected = json.dumps(to_jsonsafe(value), allow_nan=False)
+    assert json.dumps(convert(value), allow_nan=False) == expected
+
+
+def test_a_vector_converter_for_other_dtypes_is_to_jsonsafe():
+    assert vector_converter(np.dtype(object)) is to_jsonsafe
+
+
+def test_mappings_convert_every_kind_of_float_and_key():
+    info = {
+        "x": np.float64(1.5),
+        "y": np.float32(-0.1),
+        "z": float("nan"),
+        "w": np.float64(-np.inf),
+        7: np.int64(3),
+        "nested": {"v": np.float32(np.inf)},
+    }
+    assert to_jsonsafe(info) == {
+        "x": 1.5,
+        "y": float(np.float32(-0.1)),
+        "z": "nan",
+        "w": "-inf",
+        "7": 3,
+        "nested": {"v": "inf"},
+    }
+    assert all(type(v) is not np.float64 for v in to_jsonsafe(info).values())

@@ -3,8 +3,9 @@
 import io
 
 import numpy as np
+import pytest
 
-from evopolicygym.rollout._recorder import EXTERNALIZE_BYTES, _nbytes
+from evopolicygym.rollout._recorder import EXTERNALIZE_BYTES, _nbytes, _stack
 from evopolicygym.rollout._recorder import externalize as _externalize
 
 
@@ -47,3 +48,26 @@ def test_compress_images_puts_pixel_stacks_in_a_compressed_npz_and_leaves_floats
     vectors = [np.linspace(0, 1, 600) + t for t in range(10)]
     blob, kind = _externalize(vectors, always=False, compress_images=True)
     assert kind == "npy" and np.array_equal(np.load(io.BytesIO(blob))[3], vectors[3])
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [np.arange(4, dtype=np.float32) + t for t in range(5)],
+        [np.full((2, 3), t, np.uint8) for t in range(4)],
+        [np.arange(3, dtype=np.int32), np.arange(3, dtype=np.float32)],  # promoted as np.stack
+        [np.float64(1.0), np.float64(2.0)],
+        [np.array(1.5), np.array(2.5)],
+        [np.array([np.nan, 1.0]), np.array([np.inf, 2.0])],
+    ],
+)
+def test_stacking_gives_what_numpy_stack_gives(values):
+    stacked = _stack(values)
+    expected = np.stack(values)
+    assert stacked.dtype == expected.dtype and stacked.shape == expected.shape
+    assert np.array_equal(stacked, expected, equal_nan=True)
+
+
+def test_arrays_of_different_shapes_do_not_stack_even_when_their_sizes_would_fit():
+    with pytest.raises(ValueError):
+        _stack([np.zeros(4), np.zeros((2, 2))])

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["float_token", "stack_arrays", "to_jsonsafe"]
+__all__ = ["float_token", "stack_arrays", "to_jsonsafe", "vector_converter"]
 
 
 def float_token(value: float) -> float | str:
@@ -56,8 +56,19 @@ def _same(value: Any) -> Any:
     return value
 
 
-def _mapping(value: Mapping) -> dict[str, Any]:
-    return {key if type(key) is str else str(key): to_jsonsafe(item) for key, item in value.items()}
+def _mapping(value: Mapping, isfinite=math.isfinite) -> dict[str, Any]:
+    result = {}
+    for key, item in value.items():
+        kind = type(item)
+        # Inline for floats, what infos mostly hold (a MuJoCo step's info is four of them).
+        if kind is float or kind is np.float64 or kind is np.float32:
+            item = float(item)
+            if not isfinite(item):
+                item = float_token(item)
+        else:
+            item = to_jsonsafe(item)
+        result[key if type(key) is str else str(key)] = item
+    return result
 
 
 def _sequence(value: list | tuple) -> list[Any]:
@@ -124,6 +135,29 @@ def to_jsonsafe(value: Any) -> Any:
         # Sorted so that the same set always serializes the same way.
         return sorted((to_jsonsafe(item) for item in value), key=repr)
     return repr(value)
+
+
+def vector_converter(dtype: np.dtype) -> Any:
+    """A function equal to :func:`to_jsonsafe`, faster for what an environment with a short
+    vector observation space of ``dtype`` (booleans, integers or floats) returns every step:
+    one check of type and dtype, then the list and a sum that is finite exactly when every
+    element is. Anything else (other arrays, NaN, infinities, nested lists) takes
+    :func:`to_jsonsafe`."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "biuf":
+        return to_jsonsafe
+
+    def convert(value: Any, ndarray=np.ndarray, tolist=np.ndarray.tolist, total=sum) -> Any:
+        if type(value) is ndarray and value.dtype is dtype:
+            items = tolist(value)
+            try:
+                if math.isfinite(total(items)):
+                    return items
+            except TypeError:  # more than one dimension: lists do not add up to a number
+                pass
+        return to_jsonsafe(value)
+
+    return convert
 
 
 def stack_arrays(values: list[Any]) -> np.ndarray | None:

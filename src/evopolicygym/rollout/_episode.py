@@ -85,8 +85,10 @@ def play_episode(
         observe, env_step, act = world.observe, world.step, policy.act
         clock, inf = time.monotonic, math.inf
         acting, stepping = EpisodeErrorKind.ACT_ERROR, EpisodeErrorKind.ENV_ERROR
-        record = recorder.add if recorder is not None else None
-        for step in range(max_steps):  # noqa: B007 (read after the loop: where it stopped)
+        record, keep_visible = None, 0
+        if recorder is not None:
+            record, keep_visible = recorder.steps.append, recorder.visible_steps(obs)
+        for step in range(max_steps):
             visible = observe(obs)
             kind = acting
             started = clock()
@@ -99,7 +101,7 @@ def play_episode(
             turn = env_step(action)
             total += turn.reward
             if record is not None:
-                record(obs, visible, action, turn)
+                record((obs, visible if step < keep_visible else None, action, turn))
             obs = turn.obs
             if turn.terminated or turn.truncated:
                 break
