@@ -164,3 +164,41 @@ def test_an_envspec_names_its_extra_when_its_plugin_is_missing():
     spec = get_env("gym/pong").model_copy(update={"imports": ["evopolicygym_absent_ale_py"]})
     with pytest.raises(MissingExtraError, match=r"uv sync --inexact --extra atari"):
         spec.make_world()
+
+
+def _plain_episode(env: gymnasium.Env, seed: int, actions: list) -> list:
+    obs, _ = env.reset(seed=seed)
+    rows = [obs.tolist()]
+    for action in actions:
+        obs, reward, terminated, truncated, _ = env.step(action)
+        rows.append((obs.tolist(), float(reward), bool(terminated), bool(truncated)))
+        if terminated or truncated:
+            break
+    return rows
+
+
+@pytest.mark.parametrize("steps", [5, 200])
+def test_a_world_stepping_past_the_wrappers_truncates_exactly_where_time_limit_does(steps):
+    spec = _spec("Pendulum-v1", kwargs={"max_episode_steps": steps}, max_episode_steps=steps + 10)
+    world = GymnasiumWorld(spec)
+    assert world._step_env == world.env.unwrapped.step  # no wrapper on the step path
+    actions = [[np.sin(t / 7.0) * 2.0] for t in range(steps + 10)]
+    plain = gymnasium.make("Pendulum-v1", max_episode_steps=steps)
+    for seed in (3, 4):  # the second episode checks that the count restarts at reset
+        ours = _episode(world, seed, actions, limit=steps + 10)
+        theirs = _plain_episode(plain, seed, [np.array(a, np.float32) for a in actions])
+        assert len(ours) == steps + 1 and ours[-1][3] is True
+        assert json.dumps(ours) == json.dumps(theirs)
+
+
+class _Doubling(gymnasium.RewardWrapper):
+    def reward(self, reward):
+        return 2 * reward
+
+
+def test_any_other_wrapper_keeps_the_whole_stack():
+    env = _Doubling(gymnasium.make("CartPole-v1"))
+    world = GymnasiumWorld(get_env("gym/cartpole"), env)
+    world.reset(1)
+    assert world.step(0).reward == 2.0
+    assert world._time_limit is None

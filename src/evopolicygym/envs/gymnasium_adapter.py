@@ -14,11 +14,13 @@ No step cap is added here: the judge enforces ``spec.max_episode_steps`` itself,
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
 import gymnasium
 import numpy as np
+from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
 from ._contract import SpaceSchemas, Turn
 from ._spec import EnvSpec, MissingExtraError
@@ -29,6 +31,7 @@ __all__ = [
     "GymnasiumWorld",
     "action_labels",
     "describe",
+    "direct_step",
     "make_env",
     "make_world",
     "runtime_modules",
@@ -53,6 +56,31 @@ def make_env(spec: EnvSpec) -> gymnasium.Env:
         return gymnasium.make(spec.upstream, **{"disable_env_checker": True, **spec.kwargs})
     except (ImportError, gymnasium.error.DependencyNotInstalled) as exc:
         raise MissingExtraError(spec.id, spec.extra, exc) from exc
+
+
+# Wrappers whose ``step`` only checks the call order (the world always resets first) or
+# warns; ``TimeLimit`` only counts steps, which the world does itself.
+_ORDER_ONLY = (OrderEnforcing, PassiveEnvChecker)
+
+
+def direct_step(env: gymnasium.Env) -> tuple[Callable[[Any], tuple], int | None]:
+    """The ``step`` to call and the step limit to apply: the innermost environment's ``step``
+    and the ``TimeLimit``'s ``max_episode_steps`` (None without one) when ``gymnasium.make``
+    wrapped it in nothing else than those wrappers, else ``env.step`` and None.
+
+    Each wrapper adds a Python call to every step (a seventh of a CartPole step's cost here);
+    results are the same, since the world resets through the whole stack and truncates at the
+    same count. Any other wrapper (an envspec's, a render wrapper) keeps the whole stack."""
+    limit, layer = None, env
+    while isinstance(layer, gymnasium.Wrapper):
+        if type(layer) is TimeLimit and limit is None:
+            limit = getattr(layer, "_max_episode_steps", None)
+            if not isinstance(limit, int):
+                return env.step, None
+        elif type(layer) not in _ORDER_ONLY:
+            return env.step, None
+        layer = layer.env
+    return layer.step, limit
 
 
 def runtime_modules(spec: EnvSpec) -> list[str]:
@@ -85,6 +113,8 @@ class GymnasiumWorld:
         self._spec = spec
         self._recreate = spec.recreate_per_episode
         self._env = env if env is not None else make_env(spec)
+        self._step_env, self._time_limit = direct_step(self._env)
+        self._elapsed = 0
         self._coerce = action_coercer(self._env.action_space)
         # ``observe(obs)``: the policy's (JSON-safe) form of an observation, every step.
         self.observe = _observer(self._env.observation_space)
@@ -102,10 +132,12 @@ class GymnasiumWorld:
         if self._recreate:
             self._env.close()
             self._env = make_env(self._spec)
+            self._step_env, self._time_limit = direct_step(self._env)
         obs, _ = self._env.reset(seed=seed)
         self._env.action_space.seed(seed + 1)
         self._env.observation_space.seed(seed + 2)
         self._done = False
+        self._elapsed = 0
         self._last_obs = obs
         return obs
 
@@ -113,10 +145,17 @@ class GymnasiumWorld:
         if self._done:
             return Turn(self._last_obs, 0.0, True, False, {"already_done": True})
         coerced, invalid = self._coerce(action)
-        obs, reward, terminated, truncated, raw_info = self._env.step(coerced)
-        info = to_jsonsafe(raw_info) if raw_info and self.keep_info else {}
-        if not isinstance(info, dict):
-            info = {"gym_info": info}
+        obs, reward, terminated, truncated, raw_info = self._step_env(coerced)
+        if self._time_limit is not None:  # what the TimeLimit wrapper stepped past would do
+            self._elapsed = elapsed = self._elapsed + 1
+            if elapsed >= self._time_limit:
+                truncated = True
+        if raw_info and self.keep_info:
+            info = to_jsonsafe(raw_info)
+            if not isinstance(info, dict):
+                info = {"gym_info": info}
+        else:
+            info = {}
         if invalid:
             info["action_invalid"] = True
         if type(reward) is not float:
