@@ -272,6 +272,53 @@ def main() -> None:
         "toy run phases (medians): "
         + ", ".join(f"{name} {median(r['phases'][name] for r in toy):.2f} s" for name in PHASES)
     )
+    print()
+    print_targets(cells, plain, toy)
+
+
+# (env, workers, what, at least / at most, bound); "speedup" is 2 workers' finalize over 1's.
+TARGETS = [
+    ("gym/cartpole", 1, "submits", ">=", 0.7),
+    ("gym/halfcheetah5", 1, "submits", ">=", 0.9),
+    ("gym/cartpole", 1, "finalize", ">=", 0.7),
+    ("gym/halfcheetah5", 1, "finalize", ">=", 0.9),
+    ("gym/cartpole", 2, "speedup", ">=", 1.8),
+    ("gym/halfcheetah5", 2, "speedup", ">=", 1.8),
+    ("gym/cartpole", 2, "run", "<", 3.0),
+    ("toy", 1, "run", "<", 1.0),
+]
+
+
+def print_targets(cells: dict, plain: dict, toy: list[dict]) -> None:
+    """One line per target of issue 11 that this run measured: the median and whether it holds."""
+    median = statistics.median
+    print("| target | measured | met |")
+    print("|---|---|---|")
+    for env_id, jobs, what, sense, bound in TARGETS:
+        if env_id == "toy":
+            value = median(r["run"] for r in toy) if toy else None
+        elif what == "speedup":
+            one, two = cells.get((env_id, 1)), cells.get((env_id, 2))
+            value = (
+                median(r["finalize"] for r in one) / median(r["finalize"] for r in two)
+                if one and two
+                else None
+            )
+        elif (env_id, jobs) in cells:
+            runs = cells[(env_id, jobs)]
+            if what == "run":
+                value = median(r["run"] for r in runs)
+            else:
+                column = 0 if what == "submits" else 1
+                base = median(p[column] for p in plain[env_id])
+                value = median(base / r[what] for r in runs)
+        else:
+            value = None
+        if value is None:
+            continue
+        held = value >= bound if sense == ">=" else value < bound
+        label = f"{env_id} {jobs} worker{'s' if jobs > 1 else ''}: {what} {sense} {bound}"
+        print(f"| {label} | {value:.2f} | {'yes' if held else 'no'} |")
 
 
 def _spread(values: list[float], digits: int = 2) -> str:

@@ -47,3 +47,12 @@ def test_the_throughput_benchmark_prints_its_table_and_the_toy_run_phases():
     ]
     assert all(seconds >= 0 for seconds in phases.values())
     assert abs(sum(phases.values()) - toy) < 0.05  # the phases tile the whole run
+    # The targets this run measured (1 worker of CartPole, the toy run), from the same medians.
+    targets = dict(re.findall(r"^\| (.+?) \| ([\d.]+) \| (?:yes|no) \|$", done.stdout, re.M))
+    assert targets == {
+        "gym/cartpole 1 worker: submits >= 0.7": f"{submits:.2f}",
+        "gym/cartpole 1 worker: finalize >= 0.7": f"{finalize:.2f}",
+        "toy 1 worker: run < 1.0": f"{toy:.2f}",
+    }
+    verdict = re.search(r"^\| toy 1 worker: run < 1.0 \| [\d.]+ \| (yes|no) \|$", done.stdout, re.M)
+    assert verdict.group(1) == ("yes" if toy < 1.0 else "no")
