@@ -19,7 +19,8 @@ Medians of ``--repeats`` interleaved cells (the machine's speed drifts). Targets
 submits >= 0.7 CartPole / 0.9 HalfCheetah with 1 worker; finalize the same; finalize with 2
 workers >= 1.8x of 1 worker; a whole CartPole run under 3 s with 2 workers; a toy run under 1 s.
 
-Run: ``uv run python benchmarks/judge_throughput.py`` (``--isolation process`` to compare levels).
+Run: ``uv run python benchmarks/judge_throughput.py`` (``--isolation namespaced --isolation
+process --isolation basic`` compares levels: their runs take turns within each repeat).
 """
 
 from __future__ import annotations
@@ -214,31 +215,49 @@ def main() -> None:
         "--jobs", type=int, action="append", help="worker counts (default: 1 and 2)"
     )
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats (default 3)")
-    parser.add_argument("--isolation", default="auto", help="isolation level of the runs")
+    parser.add_argument(
+        "--isolation",
+        action="append",
+        help="isolation level of the runs (default: auto); give several to compare them: their "
+        "runs take turns within each repeat, so they share the machine's drift",
+    )
     args = parser.parse_args()
     envs = args.env or ["gym/cartpole", "gym/halfcheetah5"]
     jobs_list = args.jobs or [1, 2]
-    cells: dict[tuple[str, int], list[dict[str, float]]] = {}
+    levels = args.isolation or ["auto"]
+    cells: dict[str, dict[tuple[str, int], list[dict[str, float]]]] = {lv: {} for lv in levels}
     plain: dict[str, list[tuple[float, float]]] = {env: [] for env in envs}
-    toy: list[dict] = []
-    level = "?"
+    toy: dict[str, list[dict]] = {level: [] for level in levels}
+    resolved = dict.fromkeys(levels, "?")  # "auto" becomes the level the run chose
     for repeat in range(args.repeats):
         for env_id in envs:
             plain[env_id].append(
                 (plain_seconds(env_id, train_seeds(env_id)), plain_seconds(env_id, hidden_seeds()))
             )
-            for jobs in jobs_list:
-                with tempfile.TemporaryDirectory(prefix="epg-bench-") as workdir:
-                    cell = run_cell(env_id, jobs, args.isolation, Path(workdir))
-                level = str(cell.pop("level"))
-                cell.pop("phases")
-                cells.setdefault((env_id, jobs), []).append(cell)
-                print(f"[repeat {repeat + 1}] {env_id} jobs={jobs}: {cell}", file=sys.stderr)
-        with tempfile.TemporaryDirectory(prefix="epg-bench-") as workdir:
-            toy.append(run_cell("toy", 1, args.isolation, Path(workdir)))
+            for level in levels:
+                for jobs in jobs_list:
+                    with tempfile.TemporaryDirectory(prefix="epg-bench-") as workdir:
+                        cell = run_cell(env_id, jobs, level, Path(workdir))
+                    resolved[level] = str(cell.pop("level"))
+                    cell.pop("phases")
+                    cells[level].setdefault((env_id, jobs), []).append(cell)
+                    print(
+                        f"[repeat {repeat + 1}] {level} {env_id} jobs={jobs}: {cell}",
+                        file=sys.stderr,
+                    )
+        for level in levels:
+            with tempfile.TemporaryDirectory(prefix="epg-bench-") as workdir:
+                toy[level].append(run_cell("toy", 1, level, Path(workdir)))
+    for number, level in enumerate(levels):
+        if number:
+            print()
+        print(f"isolation: {resolved[level]}; medians of {args.repeats} interleaved repeats")
+        report(cells[level], plain, toy[level])
 
+
+def report(cells: dict, plain: dict, toy: list[dict]) -> None:
+    """The tables of one isolation level: medians, spreads, and the targets."""
     median = statistics.median
-    print(f"isolation: {level}; medians of {args.repeats} interleaved repeats")
     print("| env | workers | submits / plain | finalize / plain | finalize s | whole run s |")
     print("|---|---|---|---|---|---|")
     for (env_id, jobs), runs in cells.items():
@@ -262,7 +281,7 @@ def main() -> None:
             f"| {env_id} | {jobs} | {_spread(submit_ratios)} | {_spread(hidden_ratios)} | "
             f"{_spread([p[0] for p in plain[env_id]], 3)} | {_spread([p[1] for p in plain[env_id]])} |"
         )
-    for env_id in envs:
+    for env_id in plain:
         if (env_id, 1) in cells and (env_id, 2) in cells:
             one = median(r["finalize"] for r in cells[(env_id, 1)])
             two = median(r["finalize"] for r in cells[(env_id, 2)])

@@ -16,26 +16,26 @@ SPREAD = re.compile(
 ROW = re.compile(r"^\| gym/cartpole \| 1 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", re.M)
 
 
-def test_the_throughput_benchmark_prints_its_table_and_the_toy_run_phases():
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--env", "gym/cartpole", "--jobs", "1", "--repeats", "1"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def test_the_throughput_benchmark_prints_its_table_and_the_toy_run_phases_per_level():
+    command = [sys.executable, str(SCRIPT), "--env", "gym/cartpole", "--jobs", "1"]
+    command += ["--repeats", "1", "--isolation", "basic", "--isolation", "process"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    row = ROW.search(done.stdout)
+    basic, process = done.stdout.split("\n\nisolation: process;")
+    assert basic.startswith("isolation: basic; medians of 1 interleaved repeats")
+    assert ROW.search(process), process  # the same tables for the second level
+    row = ROW.search(basic)
     assert row, done.stdout
     submits, finalize, finalize_s, whole_s = map(float, row.groups())
     assert submits > 0
     assert finalize > 0
     assert 0 < finalize_s < whole_s
-    spread = SPREAD.search(done.stdout)
-    assert spread, done.stdout
+    spread = SPREAD.search(basic)
+    assert spread, basic
     low, high = map(float, spread.groups()[:2])
     assert low == high == submits  # one repeat: no spread, and the same ratio as the table
-    toy = float(re.search(r"toy run, budget 8: ([\d.]+) s", done.stdout).group(1))
-    line = done.stdout.split("toy run phases (medians): ")[1].splitlines()[0]
+    toy = float(re.search(r"toy run, budget 8: ([\d.]+) s", basic).group(1))
+    line = basic.split("toy run phases (medians): ")[1].splitlines()[0]
     phases = {name: float(seconds) for name, seconds in re.findall(r"([a-z -]+) ([\d.]+) s", line)}
     assert [name.strip() for name in phases] == [
         "start-up",
@@ -48,11 +48,29 @@ def test_the_throughput_benchmark_prints_its_table_and_the_toy_run_phases():
     assert all(seconds >= 0 for seconds in phases.values())
     assert abs(sum(phases.values()) - toy) < 0.05  # the phases tile the whole run
     # The targets this run measured (1 worker of CartPole, the toy run), from the same medians.
-    targets = dict(re.findall(r"^\| (.+?) \| ([\d.]+) \| (?:yes|no) \|$", done.stdout, re.M))
+    targets = dict(re.findall(r"^\| (.+?) \| ([\d.]+) \| (?:yes|no) \|$", basic, re.M))
     assert targets == {
         "gym/cartpole 1 worker: submits >= 0.7": f"{submits:.2f}",
         "gym/cartpole 1 worker: finalize >= 0.7": f"{finalize:.2f}",
         "toy 1 worker: run < 1.0": f"{toy:.2f}",
     }
-    verdict = re.search(r"^\| toy 1 worker: run < 1.0 \| [\d.]+ \| (yes|no) \|$", done.stdout, re.M)
+    verdict = re.search(r"^\| toy 1 worker: run < 1.0 \| [\d.]+ \| (yes|no) \|$", basic, re.M)
     assert verdict.group(1) == ("yes" if toy < 1.0 else "no")
+
+
+def test_the_episode_loop_benchmark_prints_harness_over_plain_for_the_same_episodes():
+    script = SCRIPT.with_name("episode_loop.py")
+    done = subprocess.run(
+        [sys.executable, str(script), "--env", "gym/cartpole", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    row = re.search(
+        r"^\| gym/cartpole \| 16 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", done.stdout, re.M
+    )
+    assert row, done.stdout
+    plain, harness, ratio = map(float, row.groups())
+    assert plain > 0 and harness > 0
+    assert abs(ratio - harness / plain) < 0.01 + 0.001 / plain  # rounding of the printed seconds
