@@ -68,7 +68,7 @@ def direct_step(env: gymnasium.Env) -> tuple[Callable[[Any], tuple], int | None]
     and the ``TimeLimit``'s ``max_episode_steps`` (None without one) when ``gymnasium.make``
     wrapped it in nothing else than those wrappers, else ``env.step`` and None.
 
-    Each wrapper adds a Python call to every step (a seventh of a CartPole step's cost here);
+    The wrappers cost every step Python calls (about 0.5 µs of an 8 µs CartPole step here);
     results are the same, since the world resets through the whole stack and truncates at the
     same count. Any other wrapper (an envspec's, a render wrapper) keeps the whole stack."""
     limit, layer = None, env
