@@ -17,8 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import gymnasium
-from judge_throughput import BATCH, POLICIES, train_seeds
+from judge_throughput import BATCH, POLICIES, plain_seconds, train_seeds
 
 from evopolicygym.envs import get_env
 from evopolicygym.protocol import LimitsSection, Task
@@ -51,23 +50,6 @@ def harness_seconds(env_id: str, seeds: list[int], watchdog: Watchdog) -> float:
         )
     elapsed = time.perf_counter() - started
     world.close()
-    return elapsed
-
-
-def plain_seconds(env_id: str, seeds: list[int]) -> float:
-    spec = get_env(env_id)
-    env = gymnasium.make(spec.upstream, **spec.kwargs)
-    policy = policy_class(env_id)({}, {}, {})
-    started = time.perf_counter()
-    for index, seed in enumerate(seeds):
-        obs, _ = env.reset(seed=seed % 2**32)
-        policy.reset(index)
-        for _ in range(spec.max_episode_steps):
-            obs, _reward, terminated, truncated, _ = env.step(policy.act(obs))
-            if terminated or truncated:
-                break
-    elapsed = time.perf_counter() - started
-    env.close()
     return elapsed
 
 
