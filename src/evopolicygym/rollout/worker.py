@@ -104,7 +104,7 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     spec, world, problem = _build(config)
     if problem is None:
         if spec.adapter in REHEARSED_ADAPTERS:
-            _rehearse(world, limits, watchdog)
+            _rehearse(world, limits, watchdog, channel.encode)
         # Processes the environment started for itself (a browser driver): never the policy's.
         environment = set(children(os.getpid()))
         system = Path(tempfile.mkdtemp(prefix="policy-")) / "system"
@@ -181,14 +181,15 @@ class _Sampler:
         pass
 
 
-def _rehearse(world, limits: dict, watchdog: Watchdog) -> None:
-    """Play a few recorded steps of random actions before any checkpoint arrives. A forked
-    worker's first touch of each page it shares with its host copies that page; doing it now
-    takes several milliseconds off the first episode of a submit. Every episode reseeds the
-    world, so nothing of this carries over. A failure here is left to the real episodes."""
-    recorder = EpisodeRecorder(world.observe, obs_external=False, compress_images=False)
+def _rehearse(world, limits: dict, watchdog: Watchdog, encode) -> None:
+    """Play a few recorded steps of random actions before any checkpoint arrives, store their
+    observations as a file would be, and ``encode`` the result as a reply. A forked worker's
+    first touch of each page it shares with its host copies that page; doing it now takes
+    several milliseconds off the first episode of a submit. Every episode reseeds the world, so
+    nothing of this carries over. A failure here is left to the real episodes."""
+    recorder = EpisodeRecorder(world.observe, obs_external=True, compress_images=False)
     task = Task(index=0, seed=0, episode_index=0)
-    play_episode(
+    done = play_episode(
         world,
         _Sampler(world),
         task,
@@ -197,6 +198,7 @@ def _rehearse(world, limits: dict, watchdog: Watchdog) -> None:
         watchdog=watchdog,
         recorder=recorder,
     )
+    encode(done)  # the bytes are dropped: this warms the encoder's path, not the channel
 
 
 def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:

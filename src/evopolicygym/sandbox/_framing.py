@@ -74,9 +74,13 @@ class Channel:
 
     # -- sending ---------------------------------------------------------------------------------
 
+    def encode(self, message: Any) -> bytes:
+        """The body :meth:`send` would frame for ``message``; nothing is sent."""
+        return self._encoder.encode(message)
+
     def send(self, message: Any, fds: list[int] | tuple[int, ...] = ()) -> None:
         """Send one message (and ``fds`` with it). Raises ``OSError`` when the peer is gone."""
-        body = self._encoder.encode(message)
+        body = self.encode(message)
         frame = _LENGTH.pack(len(body)) + body
         if fds:
             sent = socket.send_fds(self.sock, [frame], list(fds))
