@@ -1,4 +1,5 @@
 import json
+import random
 
 import gymnasium
 import numpy as np
@@ -7,6 +8,7 @@ from gymnasium import spaces
 
 from evopolicygym.envs import EnvSpec, MissingExtraError, World, get_env
 from evopolicygym.envs.gymnasium_adapter import GymnasiumWorld
+from evopolicygym.envs.jsonsafe import to_jsonsafe
 
 
 def _spec(upstream: str, **fields) -> EnvSpec:
@@ -202,3 +204,37 @@ def test_any_other_wrapper_keeps_the_whole_stack():
     world.reset(1)
     assert world.step(0).reward == 2.0
     assert world._time_limit is None
+
+
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        "gym/cartpole",
+        "gym/acrobot",
+        "gym/taxi",
+        "gym/cliff",
+        "gym/frozenlake",
+        "gym/blackjack",
+        pytest.param("gymnasium/MiniGrid-FourRooms-v0", marks=pytest.mark.core),
+    ],
+)
+def test_discrete_worlds_play_what_a_plain_loop_of_python_ints_plays(env_id):
+    # The world hands the environment the space's NumPy integers, not the policy's ints.
+    spec = get_env(env_id)
+    world = spec.make_world()
+    plain = gymnasium.make(spec.upstream, **spec.kwargs)
+    space = plain.action_space
+    draw = random.Random(0)
+    actions = [draw.randrange(int(space.start), int(space.start + space.n)) for _ in range(120)]
+    for seed in (1, 2):
+        ours = [to_jsonsafe(world.reset(seed))]
+        theirs = [to_jsonsafe(plain.reset(seed=seed)[0])]
+        for action in actions:
+            turn = world.step(action)
+            obs, reward, terminated, truncated, info = plain.step(action)
+            ours.append(to_jsonsafe([turn.obs, turn.reward, turn.terminated, turn.truncated]))
+            theirs.append(to_jsonsafe([obs, float(reward), terminated, truncated]))
+            assert turn.info == to_jsonsafe(info)
+            if terminated or truncated:
+                break
+        assert json.dumps(ours) == json.dumps(theirs)

@@ -111,7 +111,17 @@ def test_composite_schemas_and_fallback():
 def test_discrete_coercion(action, expected, invalid):
     value, changed = action_coercer(spaces.Discrete(3))(action)
     assert (value, changed) == (expected, invalid)
-    assert type(value) is int
+    # The space's own members, as sample() gives them (Gymnasium checks those faster).
+    assert type(value) is np.int64
+
+
+def test_discrete_coercion_gives_members_of_the_space_dtype_beyond_the_lookup_table():
+    small = spaces.Discrete(3, dtype=np.int32)
+    assert type(action_coercer(small)(2)[0]) is np.int32
+    large = spaces.Discrete(10_000, start=-5)
+    coerce = action_coercer(large)
+    assert [coerce(v) for v in (-5, 9_994, 20_000)] == [(-5, False), (9_994, False), (9_994, True)]
+    assert all(type(coerce(v)[0]) is np.int64 for v in (-5, 9_994, 20_000, "x"))
 
 
 def test_discrete_with_start_clamps_into_its_range():

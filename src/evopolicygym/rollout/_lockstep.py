@@ -63,6 +63,7 @@ class Zygote:
         self.channel = channel
         self.pid = pid
         self.ended: dict[int, int] = {}
+        self.abandoned: set[int] = set()  # killed on purpose: how they ended does not matter
         # Requested processes, in request order (the zygote answers in that order): their
         # channels, and the pids of those it has reported started.
         self.requested: deque[Channel] = deque()
@@ -96,9 +97,16 @@ class Zygote:
                 return None
         return self.ended.pop(pid)
 
+    def abandon(self, pid: int) -> None:
+        """Nobody will ask how ``pid`` ended: its report is dropped when it comes."""
+        if self.ended.pop(pid, None) is None:
+            self.abandoned.add(pid)
+
     def _note(self, reply: PolicyForked | PolicyEnded) -> None:
         if isinstance(reply, PolicyForked):
             self.started.append(reply.pid)
+        elif reply.pid in self.abandoned:
+            self.abandoned.discard(reply.pid)
         else:
             self.ended[reply.pid] = reply.status
 
@@ -179,10 +187,16 @@ class SealedPolicy:
         kill_descendants(self.pid)
 
     def kill(self) -> None:
+        """Kill the process and whatever it started. Does not wait for the zygote to report its
+        end (a few milliseconds per checkpoint): after SIGKILL it runs no more code, and nothing
+        needs its exit status."""
         if self.alive:
+            self.alive = False
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
-            self._end()
+            kill_descendants(self.pid)
+            self.zygote.abandon(self.pid)
+            self.channel.close()
 
     def _end(self) -> int | None:
         self.alive = False
@@ -294,6 +308,10 @@ class LockstepRunner:
         running: dict[int, _Running] = {}
         fresh: set[int] = set()
         self._grow(len(queue))
+        # Episodes charged at least ``tight`` seconds have less than a whole act limit left: a
+        # round with one of them gives each call its own limit, every other round one for all.
+        tight = wall_limit - act_limit
+        crowded = tight <= 0.0
 
         def finish(slot: int, error: EpisodeError | None) -> None:
             state = running.pop(slot)
@@ -324,31 +342,48 @@ class LockstepRunner:
             policy = self.policy
             assert policy is not None
             started = time.monotonic()
-            for slot in range(min(self.instances, len(self.worlds))):
-                if slot in running or not queue:
-                    continue
-                task = queue.popleft()
-                world = self.worlds[slot]
-                try:
-                    obs = world.reset(task.seed)
-                except Exception as exc:
-                    send(_failed(task, EpisodeErrorKind.ENV_ERROR, f"{type(exc).__name__}: {exc}"))
-                    continue
-                running[slot] = _Running(task, world, obs)
-                fresh.add(slot)
+            capacity = min(self.instances, len(self.worlds))
+            if queue and len(running) < capacity:
+                for slot in range(capacity):
+                    if slot in running or not queue:
+                        continue
+                    task = queue.popleft()
+                    world = self.worlds[slot]
+                    try:
+                        obs = world.reset(task.seed)
+                    except Exception as exc:
+                        message = f"{type(exc).__name__}: {exc}"
+                        send(_failed(task, EpisodeErrorKind.ENV_ERROR, message))
+                        continue
+                    running[slot] = _Running(task, world, obs)
+                    fresh.add(slot)
             if not running:
                 continue
-            resets: list[tuple[int, int, float]] = []
-            acts: list[tuple[int, Any, float]] = []
             block = self._block([state.obs for state in running.values()])
-            for slot, state in running.items():
-                left = wall_limit - state.used
-                seconds = act_limit if left >= act_limit else max(left, 0.0)
-                if slot in fresh:
-                    resets.append((slot, state.task.episode_index, seconds))
-                acts.append(
-                    (slot, None if block is not None else state.observe(state.obs), seconds)
-                )
+            if crowded:
+                acts = [
+                    (
+                        slot,
+                        None if block is not None else state.observe(state.obs),
+                        max(min(act_limit, wall_limit - state.used), 0.0),
+                    )
+                    for slot, state in running.items()
+                ]
+            elif block is not None:
+                acts = [(slot, None, act_limit) for slot in running]
+            else:
+                acts = [
+                    (slot, state.observe(state.obs), act_limit) for slot, state in running.items()
+                ]
+            resets = (
+                [
+                    (slot, running[slot].task.episode_index, seconds)
+                    for slot, _obs, seconds in acts
+                    if slot in fresh
+                ]
+                if fresh
+                else []
+            )
             budget = (len(resets) + len(acts)) * act_limit
             try:
                 round_request = Step(resets, acts, block)
@@ -386,11 +421,13 @@ class LockstepRunner:
                     finish(slot, None)
                     policy.sweep()
             elapsed = time.monotonic() - started
-            for slot in _charge(running, acts, acted.seconds, elapsed, wall_limit):
+            over, crowded = _charge(running, acts, acted.seconds, elapsed, wall_limit, tight)
+            for slot in over:
                 message = timeout_error(EpisodeErrorKind.EPISODE_TIMEOUT, "act", limits)
                 steps = running[slot].steps
                 finish(slot, EpisodeError(EpisodeErrorKind.EPISODE_TIMEOUT, message, None, steps))
                 policy.sweep()
+            crowded = crowded or tight <= 0.0
 
     def _block(self, observations: list[Any]) -> ObsBlock | None:
         """The round's observations as one :class:`ObsBlock` when the worlds can stack them."""
@@ -442,10 +479,12 @@ def _charge(
     reported: list[float],
     elapsed: float,
     limit: float,
-) -> list[int]:
+    tight: float,
+) -> tuple[list[int], bool]:
     """Charge a round's ``elapsed`` seconds to the episodes still running: what the policy
     process says each slot's calls took (believed up to ``elapsed`` in total), plus an even share
-    of the rest. Returns the slots that reached ``limit``."""
+    of the rest. Returns the slots that reached ``limit``, and whether any episode now has
+    been charged ``tight`` seconds or more."""
     total = sum(reported)
     if not total <= elapsed or not min(reported, default=0.0) >= 0.0:  # NaN fails both
         reported = [_clamp(seconds, elapsed) for seconds in reported]
@@ -455,13 +494,17 @@ def _charge(
             total = elapsed
     share = (elapsed - total) / len(acts)
     over = []
+    crowded = False
     for (slot, _obs, _seconds), seconds in zip(acts, reported, strict=True):
         state = running.get(slot)
         if state is not None:
-            state.used += seconds + share
-            if state.used >= limit:
-                over.append(slot)
-    return over
+            state.used = used = state.used + seconds + share
+            if used >= tight:
+                if used >= limit:
+                    over.append(slot)
+                else:
+                    crowded = True
+    return over, crowded
 
 
 def _clamp(seconds: float, elapsed: float) -> float:

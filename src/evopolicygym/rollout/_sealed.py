@@ -208,16 +208,16 @@ def _answer(
         actions: list[Any] = []
         took: list[float] = []
         block = step.block
-        rows = _rows(block) if block is not None else None
-        for number, (slot, given, seconds) in enumerate(step.acts):
-            obs = given if rows is None else rows[number]
+        given = _rows(block) if block is not None else [obs for _slot, obs, _s in step.acts]
+        # One clock reading per call: each call's end is the next one's start.
+        then = clock()
+        for (slot, _obs, seconds), obs in zip(step.acts, given, strict=True):
             if slot in failed:
                 actions.append(None)
                 took.append(spent[slot])
                 continue
             running[0] = current[0] = slot
-            started = clock()
-            watchdog.deadline = started + seconds
+            watchdog.deadline = then + seconds
             try:
                 action = acts[slot](obs)
             except BaseException as exc:
@@ -226,7 +226,6 @@ def _answer(
                 failure = _classify(exc, system)
                 errors.append(_slot_error(slot, "act", failure, EpisodeErrorKind.ACT_ERROR))
             watchdog.deadline = math.inf
-            took.append(clock() - started + spent.get(slot, 0.0))
             kind = type(action)
             if kind is int or (
                 kind is list and all(map(_is_float, action)) and isfinite(sum(action))
@@ -234,6 +233,9 @@ def _answer(
                 actions.append(action)  # already what to_jsonsafe would make of it
             else:
                 actions.append(safe(action))
+            now = clock()
+            took.append(now - then + spent.get(slot, 0.0) if spent else now - then)
+            then = now
         running[0] = -1
         channel.send(Acted(actions, errors, took))
 
