@@ -8,6 +8,7 @@ from evopolicygym.envs.jsonsafe import to_jsonsafe
 from evopolicygym.envs.spaces import (
     action_coercer,
     conformance_problems,
+    rows_coercer,
     schema_has_image,
     space_schema,
 )
@@ -240,3 +241,30 @@ def test_conformance_of_observations():
     box = space_schema(spaces.Box(-np.inf, np.inf, (2,)))
     assert conformance_problems(box, [1.0, "nan"]) == []
     assert conformance_problems(box, [1.0, "x"]) != []
+
+
+@pytest.mark.parametrize(
+    "space",
+    [
+        spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32),
+        spaces.Box(np.array([-2.0, 0.0, -np.inf]), np.array([2.0, 0.5, np.inf]), dtype=np.float64),
+        spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float16),
+    ],
+)
+def test_a_round_of_rows_is_coerced_exactly_as_each_list_alone(space):
+    single = action_coercer(space)
+    coerce_rows = rows_coercer(space)
+    draw = np.random.default_rng(0)
+    values = draw.normal(0.0, 1.5, size=(64, 3))
+    values[3, 1], values[7, 2], values[9, 0] = np.nan, np.inf, -np.inf
+    for rows in (values, values[:, :2], np.clip(values[:5], -0.25, 0.25)):
+        for (ours, changed), row in zip(coerce_rows(rows), rows.tolist(), strict=True):
+            theirs, expected = single(row)
+            assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+            assert np.array_equal(ours, theirs, equal_nan=True) and changed == expected
+
+
+def test_rows_are_coerced_together_only_for_one_dimensional_float_boxes():
+    assert rows_coercer(spaces.Discrete(3)) is None
+    assert rows_coercer(spaces.Box(0, 5, shape=(2,), dtype=np.int64)) is None
+    assert rows_coercer(spaces.Box(-1.0, 1.0, shape=(2, 2))) is None

@@ -404,7 +404,9 @@ MISREPORTS_ITS_TIME = """
     import time
     from evopolicygym.rollout import _sealed
     honest = _sealed.Acted
-    _sealed.Acted = lambda actions, errors, seconds: honest(actions, errors, [CLAIM] * len(seconds))
+    def claims(actions, errors, seconds, block=None):
+        return honest(actions, errors, [CLAIM] * len(seconds), block)
+    _sealed.Acted = claims
     class Policy:
         def __init__(self, *args): pass
         def reset(self, i): pass
@@ -714,3 +716,62 @@ def test_sealed_evaluation_gives_image_observations_exactly_as_train_episodes_do
     assert [r.error for r in train] == [None] * 3
     assert [r.episode_return for r in sealed] == [r.episode_return for r in train]
     assert len({r.episode_return for r in train}) == 3
+
+
+MIXED_ACTIONS = """
+import math
+import numpy as np
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i, self.t = i, 0
+    def act(self, obs):
+        self.t += 1
+        torque = 3.0 * math.sin(self.t / 7 + self.i)  # beyond the bounds [-2, 2] at times
+        if self.i == 3 and self.t % 50 == 0:
+            return [float("nan")]
+        if self.i == 5 and self.t % 40 == 0:
+            return [1]  # an int: that round's actions travel as lists
+        if self.i == 7 and self.t % 30 == 0:
+            return np.array([torque])
+        return [torque]
+"""
+
+
+def test_sealed_float_actions_travel_as_one_block_and_step_as_they_do_in_train(tmp_path):
+    # Lists of floats (most rounds) arrive as one float64 block, coerced together; other
+    # rounds as lists. In range, clipped, NaN: every episode gives what the train worker gives.
+    seeds = [700 + i for i in range(10)]
+    train, sealed = train_then_sealed(tmp_path, "gym/pendulum", MIXED_ACTIONS, seeds, 200)
+    assert [r.error for r in sealed] == [None] * len(seeds)
+    assert [r.episode_return for r in sealed] == [r.episode_return for r in train]
+    assert len({r.episode_return for r in train}) == len(seeds)
+
+
+FORGED_BLOCK = """
+import struct
+import msgspec
+from evopolicygym.protocol import Acted, ArrayBlock
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): pass
+    def act(self, obs):
+        # A reply written straight to the channel: a block whose bytes do not fill its shape.
+        body = msgspec.msgpack.encode(Acted([], [], [0.0], ArrayBlock("<f8", [1, 3], b"x" * 8)))
+        with open(3, "wb", closefd=False) as channel:
+            channel.write(struct.pack(">I", len(body)) + body)
+        return [0.0]
+"""
+
+
+def test_a_forged_action_block_is_refused_and_the_episodes_fail_as_crashes(tmp_path):
+    spec = get_env("gym/pendulum")
+    write_policy(tmp_path / "ck", FORGED_BLOCK)
+    job = job_from_dir(tmp_path / "ck", spec, {})
+    pool = WorkerPool(spec.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
+    try:
+        tasks = [EpisodeTask(i, 40 + i, i) for i in range(3)]
+        results = pool.run(job, tasks, record=False, sealed=True, max_steps=20)
+    finally:
+        pool.close()
+    assert [r.error.category for r in results] == ["worker_crash"] * 3
+    assert all("answered out of turn" in r.error.message for r in results)

@@ -31,7 +31,11 @@ class World(Protocol):
     ``step`` may then return an empty ``info`` (nothing is recorded there). It MAY have a method
     ``observe_stack(observations) -> numpy array | None``: the observations as one array whose
     rows' ``tolist()`` are what :meth:`observe` gives, or None when they are not such arrays
-    (hidden evaluation then sends a round's observations as one block of bytes).
+    (hidden evaluation then sends a round's observations as one block of bytes). It MAY have
+    an attribute ``coerce_rows``: None, or a function taking a float64 array whose rows are
+    actions in list form and returning, per row, ``(action, invalid)`` as ``step`` would coerce
+    it; ``step(action, invalid)`` then steps with that action as it is (hidden evaluation
+    receives a round's actions as one block of bytes when they are lists of floats).
     """
 
     def reset(self, seed: int) -> Any:

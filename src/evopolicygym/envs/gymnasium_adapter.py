@@ -25,7 +25,7 @@ from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 from ._contract import SpaceSchemas, Turn
 from ._spec import EnvSpec, MissingExtraError
 from .jsonsafe import stack_arrays, to_jsonsafe, vector_converter
-from .spaces import action_coercer, space_schema
+from .spaces import action_coercer, rows_coercer, space_schema
 
 __all__ = [
     "GymnasiumWorld",
@@ -116,6 +116,8 @@ class GymnasiumWorld:
         self._step_env, self._time_limit = direct_step(self._env)
         self._elapsed = 0
         self._coerce = action_coercer(self._env.action_space)
+        # ``coerce_rows(values)``: a round of actions at once (see ``World``), or None.
+        self.coerce_rows = rows_coercer(self._env.action_space)
         # ``observe(obs)``: the policy's (JSON-safe) form of an observation, every step.
         self.observe = _observer(self._env.observation_space)
         # False: ``step`` leaves ``info`` empty (hidden evaluation records nothing).
@@ -141,11 +143,14 @@ class GymnasiumWorld:
         self._last_obs = obs
         return obs
 
-    def step(self, action: Any) -> Turn:
+    def step(self, action: Any, invalid: bool | None = None) -> Turn:
+        """``World.step``; with ``invalid``, ``action`` comes from :attr:`coerce_rows` (already
+        coerced, and ``invalid`` says whether that changed it)."""
         if self._done:
             return Turn(self._last_obs, 0.0, True, False, {"already_done": True})
-        coerced, invalid = self._coerce(action)
-        obs, reward, terminated, truncated, raw_info = self._step_env(coerced)
+        if invalid is None:
+            action, invalid = self._coerce(action)
+        obs, reward, terminated, truncated, raw_info = self._step_env(action)
         if self._time_limit is not None:  # what the TimeLimit wrapper stepped past would do
             self._elapsed = elapsed = self._elapsed + 1
             if elapsed >= self._time_limit:

@@ -13,6 +13,7 @@ from evopolicygym._lazy import lazy_exports
 
 from ._frames import (
     Acted,
+    ArrayBlock,
     CheckpointFile,
     EpisodeDone,
     EpisodeError,
@@ -25,7 +26,6 @@ from ._frames import (
     Load,
     Loaded,
     LoadFailed,
-    ObsBlock,
     PolicyEnded,
     PolicyForked,
     PolicyLoaded,
@@ -101,6 +101,7 @@ __all__ = [
     "AgentSection",
     "ApiError",
     "ApiErrorDetail",
+    "ArrayBlock",
     "BudgetRecord",
     "CheckpointFile",
     "Closed",
@@ -124,7 +125,6 @@ __all__ = [
     "Load",
     "LoadFailed",
     "Loaded",
-    "ObsBlock",
     "OpenRecord",
     "Outcome",
     "PolicyEnded",

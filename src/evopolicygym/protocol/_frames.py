@@ -243,10 +243,9 @@ class PolicyLoaded(_Message, tag="policy_loaded"):
     instances: int
 
 
-class ObsBlock(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
-    """A round's observations as one C-order array (``dtype`` a NumPy dtype string, ``shape``
-    the stack's): row ``i`` is the observation of ``acts[i]``, given to the policy as its list
-    form (what ``to_jsonsafe`` makes of it). Raw bytes instead of a nested list per slot."""
+class ArrayBlock(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
+    """One C-order array as raw bytes (``dtype`` a NumPy dtype string): a round's observations
+    or actions, one row per slot, instead of a nested list per slot."""
 
     dtype: str
     shape: list[int]
@@ -257,11 +256,12 @@ class Step(_Message, tag="step"):
     """One lock-step round: ``resets`` are ``[slot, episode_index, seconds]`` for slots starting
     an episode (called before the round's actions), ``acts`` are ``[slot, observation,
     seconds]``; ``seconds`` is the time limit of that call. With a ``block``, the observations
-    are its rows and those in ``acts`` are None."""
+    are its rows, given to the policy as their list forms (what ``to_jsonsafe`` makes of them),
+    and those in ``acts`` are None."""
 
     resets: list[tuple[int, int, float]]
     acts: list[tuple[int, Any, float]]
-    block: ObsBlock | None = None
+    block: ArrayBlock | None = None
 
 
 class SlotError(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
@@ -279,11 +279,16 @@ class Acted(_Message, tag="acted"):
     """Reply to :class:`Step`: one JSON-safe action per entry of ``acts`` (``None`` where that
     slot failed), the failures of resets and actions, and per entry of ``acts`` the seconds that
     slot's calls took this round (its reset and its act): the worker charges each episode's
-    wall-time limit with its own calls, not with its neighbours'."""
+    wall-time limit with its own calls, not with its neighbours'.
+
+    With a ``block`` (native float64, one row per entry of ``acts``), the actions are its rows:
+    each was a list of Python floats, all of one length (what a policy for a vector action
+    space returns), and ``actions`` is empty. The worker checks such a reply's shape."""
 
     actions: list[Any]
     errors: list[SlotError]
     seconds: list[float]
+    block: ArrayBlock | None = None
 
 
 PolicyRequest = Load | Step

@@ -22,9 +22,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from evopolicygym.envs import World
 from evopolicygym.protocol import (
     Acted,
+    ArrayBlock,
     EpisodeDone,
     EpisodeError,
     EpisodeErrorKind,
@@ -32,7 +35,6 @@ from evopolicygym.protocol import (
     Load,
     Loaded,
     LoadFailed,
-    ObsBlock,
     PolicyEnded,
     PolicyForked,
     PolicyLoaded,
@@ -46,7 +48,7 @@ from evopolicygym.sandbox import Channel, FrameError, FrameTimeout, kill_descend
 
 from ._episode import timeout_error
 from ._exits import describe_exit
-from ._sealed import read_marker
+from ._sealed import FLOAT64, read_marker
 
 # Seconds a policy process may take beyond the time limits of a round before it is killed
 # (message encoding, interpreter overhead), and to build extra instances after the first.
@@ -171,11 +173,13 @@ class SealedPolicy:
             kind, message = describe_exit(self._end(), "policy process")
             raise PolicyGone(slot, kind, message) from None
         count = len(request.acts)
-        if (
-            not isinstance(reply, Acted)
-            or len(reply.actions) != count
-            or len(reply.seconds) != count
-        ):
+        if not isinstance(reply, Acted) or len(reply.seconds) != count:
+            answered = -1
+        elif reply.block is not None:
+            answered = _block_rows(reply.block)
+        else:
+            answered = len(reply.actions)
+        if answered != count:
             self.kill()
             raise PolicyGone(
                 -1, EpisodeErrorKind.WORKER_CRASH, "the policy process answered out of turn"
@@ -395,7 +399,8 @@ class LockstepRunner:
                 continue
             fresh.clear()
             failed = {error.slot: error for error in acted.errors} if acted.errors else None
-            for (slot, _obs, seconds), action in zip(acts, acted.actions, strict=True):
+            actions, coerced = self._actions(acted)
+            for (slot, _obs, seconds), action in zip(acts, actions, strict=True):
                 state = running[slot]
                 if failed is not None and slot in failed:
                     error = failed[slot]
@@ -408,7 +413,10 @@ class LockstepRunner:
                     policy.sweep()
                     continue
                 try:
-                    obs, reward, terminated, truncated, _info = state.step(action)
+                    if coerced:
+                        obs, reward, terminated, truncated, _info = state.step(*action)
+                    else:
+                        obs, reward, terminated, truncated, _info = state.step(action)
                 except Exception as exc:
                     message = f"{type(exc).__name__}: {exc}"
                     error = EpisodeError(EpisodeErrorKind.ENV_ERROR, message, None, state.steps)
@@ -429,13 +437,24 @@ class LockstepRunner:
                 policy.sweep()
             crowded = crowded or tight <= 0.0
 
-    def _block(self, observations: list[Any]) -> ObsBlock | None:
-        """The round's observations as one :class:`ObsBlock` when the worlds can stack them."""
+    def _block(self, observations: list[Any]) -> ArrayBlock | None:
+        """The round's observations as one :class:`ArrayBlock` when the worlds can stack them."""
         stack = getattr(self.worlds[0], "observe_stack", None) if self.worlds else None
         stacked = stack(observations) if stack is not None else None
         if stacked is None:
             return None
-        return ObsBlock(stacked.dtype.str, list(stacked.shape), stacked.tobytes())
+        return ArrayBlock(stacked.dtype.str, list(stacked.shape), stacked.tobytes())
+
+    def _actions(self, acted: Acted) -> tuple[list[Any], bool]:
+        """The round's actions, and whether they come coerced (``(action, invalid)`` pairs for
+        ``World.step``): a block of float rows is coerced at once where the worlds can."""
+        if acted.block is None:
+            return acted.actions, False
+        values = np.frombuffer(acted.block.data, dtype=FLOAT64).reshape(acted.block.shape)
+        coerce_rows = getattr(self.worlds[0], "coerce_rows", None)
+        if coerce_rows is None:
+            return values.tolist(), False
+        return coerce_rows(values), True
 
     def _grow(self, wanted: int) -> None:
         """Build worlds up to ``wanted`` (bounded by the policy's instances): worlds are kept
@@ -512,6 +531,15 @@ def _clamp(seconds: float, elapsed: float) -> float:
     if not seconds >= 0.0:
         return 0.0
     return seconds if seconds <= elapsed else elapsed
+
+
+def _block_rows(block: ArrayBlock) -> int:
+    """The rows of an action block from the policy process, or -1 unless it is what
+    :func:`~._sealed.float_rows` makes: native float64, two dimensions, as many bytes as that."""
+    shape = block.shape
+    if block.dtype != FLOAT64 or len(shape) != 2 or min(shape) < 1:
+        return -1
+    return shape[0] if len(block.data) == shape[0] * shape[1] * 8 else -1
 
 
 def _resident_bytes() -> int:

@@ -22,6 +22,8 @@ import struct
 import sys
 import tempfile
 import time
+from array import array
+from itertools import chain
 from math import isfinite
 from pathlib import Path
 from typing import Any
@@ -31,10 +33,10 @@ import numpy as np
 from evopolicygym.envs.jsonsafe import to_jsonsafe
 from evopolicygym.protocol import (
     Acted,
+    ArrayBlock,
     EpisodeErrorKind,
     ForkPolicy,
     Load,
-    ObsBlock,
     PolicyEnded,
     PolicyForked,
     PolicyLoaded,
@@ -185,7 +187,6 @@ def _answer(
     current = randomness.current
     acts = [instance.act for instance in instances]
     clock = time.monotonic
-    safe = to_jsonsafe
     while True:
         try:
             step = channel.recv()
@@ -207,8 +208,10 @@ def _answer(
                 errors.append(_slot_error(slot, "reset", error, EpisodeErrorKind.RESET_ERROR))
         actions: list[Any] = []
         took: list[float] = []
-        block = step.block
-        given = _rows(block) if block is not None else [obs for _slot, obs, _s in step.acts]
+        if step.block is not None:
+            given = _rows(step.block)
+        else:
+            given = [obs for _slot, obs, _seconds in step.acts]
         # One clock reading per call: each call's end is the next one's start.
         then = clock()
         for (slot, _obs, seconds), obs in zip(step.acts, given, strict=True):
@@ -226,22 +229,47 @@ def _answer(
                 failure = _classify(exc, system)
                 errors.append(_slot_error(slot, "act", failure, EpisodeErrorKind.ACT_ERROR))
             watchdog.deadline = math.inf
-            kind = type(action)
-            if kind is int or (
-                kind is list and all(map(_is_float, action)) and isfinite(sum(action))
-            ):
-                actions.append(action)  # already what to_jsonsafe would make of it
-            else:
-                actions.append(safe(action))
+            actions.append(action)
             now = clock()
             took.append(now - then + spent.get(slot, 0.0) if spent else now - then)
             then = now
+        block = None if errors else float_rows(actions)
+        if block is None:
+            for number, (slot, _obs, _seconds) in enumerate(step.acts):
+                # Converting may run policy code (an object's repr): the marker names its slot.
+                running[0] = slot
+                actions[number] = _jsonsafe_action(actions[number])
         running[0] = -1
-        channel.send(Acted(actions, errors, took))
+        channel.send(Acted([] if block is not None else actions, errors, took, block))
 
 
-def _rows(block: ObsBlock) -> list[Any]:
-    """The observations of a :class:`ObsBlock`, one list form per row."""
+FLOAT64 = np.dtype(np.float64).str  # native byte order, as array("d") writes
+
+
+def float_rows(actions: list[Any]) -> ArrayBlock | None:
+    """The round's actions as one float64 block when every one is a non-empty list of Python
+    floats, all of one length (what a policy for a vector action space returns); None
+    otherwise. Checked with a few passes in C instead of a check per action."""
+    if set(map(type, actions)) != {list}:
+        return None
+    width = len(actions[0])
+    if not width or set(map(len, actions)) != {width}:
+        return None
+    flat = list(chain.from_iterable(actions))
+    if set(map(type, flat)) != {float}:
+        return None
+    return ArrayBlock(FLOAT64, [len(actions), width], array("d", flat).tobytes())
+
+
+def _jsonsafe_action(action: Any) -> Any:
+    kind = type(action)
+    if kind is int or (kind is list and all(map(_is_float, action)) and isfinite(sum(action))):
+        return action  # already what to_jsonsafe would make of it
+    return to_jsonsafe(action)
+
+
+def _rows(block: ArrayBlock) -> list[Any]:
+    """The observations of a :class:`ArrayBlock`, one list form per row."""
     return np.frombuffer(block.data, dtype=block.dtype).reshape(block.shape).tolist()
 
 
