@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
@@ -74,3 +75,18 @@ def test_the_episode_loop_benchmark_prints_harness_over_plain_for_the_same_episo
     plain, harness, ratio = map(float, row.groups())
     assert plain > 0 and harness > 0
     assert abs(ratio - harness / plain) < 0.01 + 0.001 / plain  # rounding of the printed seconds
+
+
+def test_the_speedup_target_is_the_median_of_each_repeats_own_ratio(capsys):
+    # A slow phase that hits one repeat's two runs alike leaves that repeat's ratio alone.
+    spec = importlib.util.spec_from_file_location("judge_throughput", SCRIPT)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    one = [{"finalize": s, "submits": 1.0, "run": 9.0} for s in (2.0, 3.0, 6.0)]
+    two = [{"finalize": s, "submits": 1.0, "run": 9.0} for s in (1.0, 1.8, 2.5)]
+    cells = {("gym/cartpole", 1): one, ("gym/cartpole", 2): two}
+    assert bench.speedups(cells, "gym/cartpole") == [2.0, 3.0 / 1.8, 2.4]
+    bench.print_targets(cells, {"gym/cartpole": [(0.5, 1.5)] * 3}, [])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "speedup" in x)
+    # The medians' ratio would be 3.0 / 1.8 = 1.67.
+    assert line == "| gym/cartpole 2 workers: speedup >= 1.8 | 2.00 | yes |"
