@@ -1,4 +1,5 @@
-"""Waiting for a process to end: its status as soon as it exits, None while it runs."""
+"""Process trees: waiting for a process to end (its status as soon as it exits, None while it
+runs), and telling a subreaper with no descendant left."""
 
 from __future__ import annotations
 
@@ -25,3 +26,28 @@ def test_wait_exit_gives_up_on_a_process_that_keeps_running():
     finally:
         proc.kill()
         proc.wait()
+
+
+CHILDLESS = """
+import os, signal, time
+from evopolicygym.sandbox._proctree import become_subreaper, childless, sweep_children
+become_subreaper()
+seen = [childless()]
+if os.fork() == 0:  # a child that starts a grandchild and leaves it behind
+    if os.fork() == 0:
+        time.sleep(60)
+    os._exit(0)
+time.sleep(0.3)  # the child has exited; the grandchild came back to this subreaper
+seen.append(childless())
+killed, _ended = sweep_children(set())
+seen.append(childless())
+print(seen, killed)
+"""
+
+
+def test_a_subreaper_is_childless_only_once_every_descendant_is_gone():
+    done = subprocess.run([sys.executable, "-c", CHILDLESS], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # The orphaned grandchild is found and killed; the exited child, a zombie until then, is
+    # signalled and reaped with it.
+    assert done.stdout.split() == ["[True,", "False,", "True]", "2"]

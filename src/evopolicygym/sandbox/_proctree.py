@@ -123,6 +123,18 @@ def reap(pid: int = -1) -> list[tuple[int, int]]:
             return ended
 
 
+def childless() -> bool:
+    """Whether this process has no child at all, running or ended: one system call, where
+    listing children reads ``/proc`` (a train worker asks after every episode). In a subreaper,
+    no child means no descendant: an orphan is re-parented to it before its parent can be
+    reaped."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return False
+
+
 def sweep_children(
     keep: set[int], rounds: int = 64, *, reap_others: bool = True
 ) -> tuple[int, list[tuple[int, int]]]:
@@ -132,6 +144,8 @@ def sweep_children(
     alone. Returns the number killed and the ``(pid, status)`` pairs reaped on the way (with
     ``reap_others``, children in ``keep`` that ended are reaped too; without, their exit status
     is left to whoever waits for them)."""
+    if childless():
+        return 0, []
     killed = 0
     ended: list[tuple[int, int]] = []
     spared = set(keep)
