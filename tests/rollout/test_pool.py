@@ -775,3 +775,41 @@ def test_a_forged_action_block_is_refused_and_the_episodes_fail_as_crashes(tmp_p
         pool.close()
     assert [r.error.category for r in results] == ["worker_crash"] * 3
     assert all("answered out of turn" in r.error.message for r in results)
+
+
+LEAVES_A_CHILD = """
+import builtins, subprocess
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i, self.t = i, 0
+    def act(self, obs):
+        self.t += 1
+        if self.i == 0:  # starts a process, then lets the pole fall within a few steps
+            if self.t == 1:
+                builtins.LEFT_BEHIND = subprocess.Popen(["sleep", "300"])
+            return 0
+        child = getattr(builtins, "LEFT_BEHIND", None)
+        if child is not None and child.poll() is not None and not hasattr(builtins, "SEEN"):
+            builtins.SEEN = self.t
+            open("SEEN_PATH", "w").write(str(self.t))
+        return 1 if obs[2] + 0.5 * obs[3] > 0 else 0
+"""
+
+
+def test_what_a_sealed_episode_started_is_gone_before_the_policys_next_call(tmp_path):
+    # Episode 0 starts a process and ends after a few steps; episode 1, in the next slot of the
+    # same policy process, finds that process gone at its very next call.
+    seen = tmp_path / "seen.txt"
+    spec = get_env("gym/cartpole")
+    write_policy(tmp_path / "ck", LEAVES_A_CHILD.replace("SEEN_PATH", str(seen)))
+    job = job_from_dir(tmp_path / "ck", spec, {})
+    pool = WorkerPool(spec.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
+    try:
+        tasks = [EpisodeTask(i, 60 + i, i) for i in range(2)]
+        results = pool.run(job, tasks, record=False, sealed=True, max_steps=200)
+    finally:
+        pool.close()
+    assert [r.error for r in results] == [None, None]
+    first, second = results
+    assert first.length < 30 < second.length
+    assert int(seen.read_text()) == first.length + 1

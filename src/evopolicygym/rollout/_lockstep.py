@@ -400,6 +400,7 @@ class LockstepRunner:
             fresh.clear()
             failed = {error.slot: error for error in acted.errors} if acted.errors else None
             actions, coerced = self._actions(acted)
+            ended = False  # an episode ended: what the policy started goes before its next call
             for (slot, _obs, seconds), action in zip(acts, actions, strict=True):
                 state = running[slot]
                 if failed is not None and slot in failed:
@@ -410,7 +411,7 @@ class LockstepRunner:
                             kind = EpisodeErrorKind.EPISODE_TIMEOUT
                         message = timeout_error(kind, error.call, limits)
                     finish(slot, EpisodeError(kind, message, error.traceback, state.steps))
-                    policy.sweep()
+                    ended = True
                     continue
                 try:
                     if coerced:
@@ -427,13 +428,15 @@ class LockstepRunner:
                 state.obs = obs
                 if terminated or truncated or steps >= max_steps:
                     finish(slot, None)
-                    policy.sweep()
+                    ended = True
             elapsed = time.monotonic() - started
             over, crowded = _charge(running, acts, acted.seconds, elapsed, wall_limit, tight)
             for slot in over:
                 message = timeout_error(EpisodeErrorKind.EPISODE_TIMEOUT, "act", limits)
                 steps = running[slot].steps
                 finish(slot, EpisodeError(EpisodeErrorKind.EPISODE_TIMEOUT, message, None, steps))
+                ended = True
+            if ended:  # once per round: the episodes of a round often end together
                 policy.sweep()
             crowded = crowded or tight <= 0.0
 
