@@ -763,16 +763,21 @@ class Policy:
 """
 
 
-def test_a_forged_action_block_is_refused_and_the_episodes_fail_as_crashes(tmp_path):
-    spec = get_env("gym/pendulum")
-    write_policy(tmp_path / "ck", FORGED_BLOCK)
+def sealed_only(tmp_path, env_id: str, source: str, seeds: list[int], max_steps: int):
+    """The sealed (lock-step) results of ``source`` on one worker of ``env_id``."""
+    spec = get_env(env_id)
+    write_policy(tmp_path / "ck", source)
     job = job_from_dir(tmp_path / "ck", spec, {})
+    tasks = [EpisodeTask(i, seed, i) for i, seed in enumerate(seeds)]
     pool = WorkerPool(spec.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
     try:
-        tasks = [EpisodeTask(i, 40 + i, i) for i in range(3)]
-        results = pool.run(job, tasks, record=False, sealed=True, max_steps=20)
+        return pool.run(job, tasks, record=False, sealed=True, max_steps=max_steps)
     finally:
         pool.close()
+
+
+def test_a_forged_action_block_is_refused_and_the_episodes_fail_as_crashes(tmp_path):
+    results = sealed_only(tmp_path, "gym/pendulum", FORGED_BLOCK, [40, 41, 42], 20)
     assert [r.error.category for r in results] == ["worker_crash"] * 3
     assert all("answered out of turn" in r.error.message for r in results)
 
@@ -800,15 +805,8 @@ def test_what_a_sealed_episode_started_is_gone_before_the_policys_next_call(tmp_
     # Episode 0 starts a process and ends after a few steps; episode 1, in the next slot of the
     # same policy process, finds that process gone at its very next call.
     seen = tmp_path / "seen.txt"
-    spec = get_env("gym/cartpole")
-    write_policy(tmp_path / "ck", LEAVES_A_CHILD.replace("SEEN_PATH", str(seen)))
-    job = job_from_dir(tmp_path / "ck", spec, {})
-    pool = WorkerPool(spec.model_dump(), 1, LimitsSection(), None, plan=PROCESS)
-    try:
-        tasks = [EpisodeTask(i, 60 + i, i) for i in range(2)]
-        results = pool.run(job, tasks, record=False, sealed=True, max_steps=200)
-    finally:
-        pool.close()
+    source = LEAVES_A_CHILD.replace("SEEN_PATH", str(seen))
+    results = sealed_only(tmp_path, "gym/cartpole", source, [60, 61], 200)
     assert [r.error for r in results] == [None, None]
     first, second = results
     assert first.length < 30 < second.length
