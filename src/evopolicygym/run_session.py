@@ -66,7 +66,7 @@ from evopolicygym.protocol import (
     RunRecord,
     Timing,
 )
-from evopolicygym.rollout import WorkerPool
+from evopolicygym.rollout import WorkerPool, kept_off
 from evopolicygym.run_lock import RunLock
 from evopolicygym.sandbox import IsolationPlan
 
@@ -379,78 +379,81 @@ def _drive_and_finish(
             "installation it started with, or pass --rerun to archive it and start again"
         )
     ledger.append(FingerprintRecord(value=fingerprint))
-    history = RunHistory.open(paths.private / "history.json")  # records this start of the run
-    transcript = None  # no agent session when a resumed run has nothing left to spend
-    if judge.phase == "open":
-        with JudgeServer(judge, config.server.bind, config.server.port) as server:
-            events(
-                "run.open",
-                url=server.origin,  # the secret stays out of the logs
-                budget=settings.budget,
-                remaining=ledger.remaining,
-                resumed=ledger.next_index > 0,
-            )
-            progress(
-                f"[{label}] judge at {server.origin}; {ledger.remaining}/{settings.budget} episodes left; agent {config.agent.kind}"
-            )
-            previous = history.previous_session()
-            resume = None
-            if previous is not None:
-                resume = Resume(
-                    session=previous.resume_id,
-                    turns=history.total_turns(),
-                    n_submits=ledger.next_index,
-                    remaining_budget=ledger.remaining,
+    # From here on this process, and the agent it starts, stay off the CPUs the lanes play on
+    # (when the machine has others): a worker playing is never preempted by the judge.
+    with kept_off(judge.pool.lane_cpus):
+        history = RunHistory.open(paths.private / "history.json")  # records this start of the run
+        transcript = None  # no agent session when a resumed run has nothing left to spend
+        if judge.phase == "open":
+            with JudgeServer(judge, config.server.bind, config.server.port) as server:
+                events(
+                    "run.open",
+                    url=server.origin,  # the secret stays out of the logs
                     budget=settings.budget,
+                    remaining=ledger.remaining,
+                    resumed=ledger.next_index > 0,
                 )
-                events("agent.resume", session=previous.resume_id, turns=resume.turns)
-            transcript = drive(
-                harness,
-                Launch(
-                    api_url=server.url,
-                    workspace=paths.workspace,
-                    logs=paths.logs,
-                    resume=resume,
-                    jail=tuple(jail),
-                ),
-                done=lambda: judge.phase != "open",
-                limit=config.agent.limit or max(1, config.run.budget),
-                retries=config.agent.retries,
-                backoff=config.agent.retry_backoff,
-                log=lambda event, fields: events(event, **fields),
-                observer=history,
-            )
-    previous = history.previous_session()
-    last = history.current.session or previous
-    agent_record = AgentRecord(
-        kind=config.agent.kind,
-        name=config.agent.name,
-        reason=transcript.reason if transcript else (last.reason if last else None),
-        session=transcript.session if transcript else (last.key if last else None),
-        **history.agent_totals(),
-    )
-    history.save()
-    finalize_started = time.monotonic()
-    if ledger.remaining > 0:
-        unspent = f"{ledger.remaining} of {settings.budget} episodes unspent"
-        why = f": {last_error}" if (last_error := _last_agent_error(transcript)) else ""
-        outcome = Outcome(
-            status="error",
-            error=RunError(
-                type="agent_stopped",
-                message=f"the agent stopped ({agent_record.reason}) with {unspent}{why}",
-            ),
+                progress(
+                    f"[{label}] judge at {server.origin}; {ledger.remaining}/{settings.budget} episodes left; agent {config.agent.kind}"
+                )
+                previous = history.previous_session()
+                resume = None
+                if previous is not None:
+                    resume = Resume(
+                        session=previous.resume_id,
+                        turns=history.total_turns(),
+                        n_submits=ledger.next_index,
+                        remaining_budget=ledger.remaining,
+                        budget=settings.budget,
+                    )
+                    events("agent.resume", session=previous.resume_id, turns=resume.turns)
+                transcript = drive(
+                    harness,
+                    Launch(
+                        api_url=server.url,
+                        workspace=paths.workspace,
+                        logs=paths.logs,
+                        resume=resume,
+                        jail=tuple(jail),
+                    ),
+                    done=lambda: judge.phase != "open",
+                    limit=config.agent.limit or max(1, config.run.budget),
+                    retries=config.agent.retries,
+                    backoff=config.agent.retry_backoff,
+                    log=lambda event, fields: events(event, **fields),
+                    observer=history,
+                )
+        previous = history.previous_session()
+        last = history.current.session or previous
+        agent_record = AgentRecord(
+            kind=config.agent.kind,
+            name=config.agent.name,
+            reason=transcript.reason if transcript else (last.reason if last else None),
+            session=transcript.session if transcript else (last.key if last else None),
+            **history.agent_totals(),
         )
-    else:
-        if (changed := _interpreter_change(judge, ledger)) is None:
-            events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
-            selection = judge.finalize(finalize_progress)
-            outcome = _outcome(selection)
-            changed = _interpreter_change(judge, ledger)
-        if changed is not None:
+        history.save()
+        finalize_started = time.monotonic()
+        if ledger.remaining > 0:
+            unspent = f"{ledger.remaining} of {settings.budget} episodes unspent"
+            why = f": {last_error}" if (last_error := _last_agent_error(transcript)) else ""
             outcome = Outcome(
-                status="error", error=RunError(type="interpreter_changed", message=changed)
+                status="error",
+                error=RunError(
+                    type="agent_stopped",
+                    message=f"the agent stopped ({agent_record.reason}) with {unspent}{why}",
+                ),
             )
+        else:
+            if (changed := _interpreter_change(judge, ledger)) is None:
+                events("run.finalize", ok_checkpoints=len(ledger.ok_submits()))
+                selection = judge.finalize(finalize_progress)
+                outcome = _outcome(selection)
+                changed = _interpreter_change(judge, ledger)
+            if changed is not None:
+                outcome = Outcome(
+                    status="error", error=RunError(type="interpreter_changed", message=changed)
+                )
     record = _record(
         config,
         spec,

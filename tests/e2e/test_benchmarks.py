@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "judge_throughput.py"
 SPREAD = re.compile(
@@ -75,6 +78,25 @@ def test_the_episode_loop_benchmark_prints_harness_over_plain_for_the_same_episo
     plain, harness, ratio = map(float, row.groups())
     assert plain > 0 and harness > 0
     assert abs(ratio - harness / plain) < 0.01 + 0.001 / plain  # rounding of the printed seconds
+
+
+@pytest.mark.parametrize("kind", [[], ["--sealed"]], ids=["train", "sealed"])
+def test_the_lane_cpu_benchmark_compares_a_claimed_lane_with_a_placed_one(kind):
+    script = SCRIPT.with_name("lane_cpus.py")
+    command = [sys.executable, str(script), "--episodes", "4", "--pairs", "2", *kind]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(
+        f"gym/cartpole, 4 {'sealed' if kind else 'train'} episodes per call, 2 pairs"
+    )
+    claimed = re.search(r"^\| claimed \| \[(\d+)\] \| ([\d.]+) \| ([\d.]+) \|$", done.stdout, re.M)
+    placed = re.search(r"^\| placed \| any \| ([\d.]+) \| ([\d.]+) \|$", done.stdout, re.M)
+    assert claimed and placed, done.stdout
+    assert int(claimed.group(1)) in os.sched_getaffinity(0)
+    fastest, median = map(float, claimed.groups()[1:])
+    assert 0 < fastest <= median
+    summary = re.search(r"claimed / placed: ([\d.]+) .* faster in (\d) of 2\)", done.stdout)
+    assert summary and float(summary.group(1)) > 0 and int(summary.group(2)) <= 2
 
 
 def test_the_speedup_target_is_the_median_of_each_repeats_own_ratio(capsys):

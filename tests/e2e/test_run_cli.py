@@ -344,3 +344,24 @@ def test_a_one_env_suite_at_the_published_protocol_is_ranked_beside_the_publishe
     for entrant in ("GPT-5.5 (Codex)", "uniform random", "random"):
         assert f"| {entrant} |" in leaderboard
     assert "Runs under another protocol" not in leaderboard
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_the_agent_runs_off_the_cpu_the_lane_plays_on(tmp_path):
+    mask = os.sched_getaffinity(0)
+    # The scripted agent, after noting the CPUs it may run on (its cwd is the workspace).
+    agent = (
+        "import os, runpy, sys\n"
+        "open('agent_cpus.json', 'w').write(repr(sorted(os.sched_getaffinity(0))))\n"
+        "sys.argv = [sys.argv[1]]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    )
+    root = tmp_path / "run"
+    result = evopolicygym(
+        "run", "--env", "toy", "--root", str(root), "--budget", "4", "--jobs", "1",
+        "--agent", "command", "--", sys.executable, "-c", agent, str(AGENT),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    agent_cpus = set(eval((root / "workspace" / "agent_cpus.json").read_text()))
+    assert agent_cpus < mask and len(agent_cpus) == len(mask) - 1
+    assert os.sched_getaffinity(0) == mask

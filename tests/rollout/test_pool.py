@@ -811,3 +811,31 @@ def test_what_a_sealed_episode_started_is_gone_before_the_policys_next_call(tmp_
     first, second = results
     assert first.length < 30 < second.length
     assert int(seen.read_text()) == first.length + 1
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["train", "sealed"])
+def test_a_lanes_policy_plays_on_the_cpu_its_pool_claimed(tmp_path, sealed):
+    seen = tmp_path / "cpus.txt"
+    write_policy(
+        tmp_path / "ck",
+        f"""
+        import os
+        class Policy:
+            def __init__(self, *args): pass
+            def reset(self, i): pass
+            def act(self, obs):
+                with open({str(seen)!r}, "a") as out:
+                    out.write(f"{{sorted(os.sched_getaffinity(0))}}\\n")
+                return 0
+        """,
+    )
+    pool = WorkerPool(TOY.model_dump(), 1, LimitsSection(), tmp_path / "w.log", plan=PROCESS)
+    try:
+        (core,) = pool.lane_cpus
+        job = job_from_dir(tmp_path / "ck", TOY, {"env": "toy"})
+        tasks = [EpisodeTask(i, 100 + i, i) for i in range(2)]
+        pool.run(job, tasks, record=not sealed, sealed=sealed, max_steps=1)
+    finally:
+        pool.close()
+    assert seen.read_text() == f"[{core}]\n" * 2
+    assert not pool.lane_cpus  # released with the pool

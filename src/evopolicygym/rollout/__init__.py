@@ -16,6 +16,9 @@ _EXPORTS = {
     "Watchdog": "_capture",
     "play_episode": "_episode",
     "seed_policy_randomness": "_episode",
+    "CpuClaim": "_cpus",
+    "claim_cpus": "_cpus",
+    "kept_off": "_cpus",
     "describe_exit": "_exits",
     "EXTERNALIZE_BYTES": "_recorder",
     "EpisodeRecorder": "_recorder",
@@ -30,6 +33,7 @@ _EXPORTS = {
 __all__ = [
     "EXTERNALIZE_BYTES",
     "CappedWriter",
+    "CpuClaim",
     "EpisodeRecorder",
     "EpisodeResult",
     "EpisodeTask",
@@ -38,14 +42,17 @@ __all__ = [
     "Watchdog",
     "WorkerJob",
     "WorkerPool",
+    "claim_cpus",
     "describe_exit",
     "externalize",
+    "kept_off",
     "play_episode",
     "seed_policy_randomness",
 ]
 
 if TYPE_CHECKING:
     from ._capture import CappedWriter, PolicyTimeout, Watchdog
+    from ._cpus import CpuClaim, claim_cpus, kept_off
     from ._episode import play_episode, seed_policy_randomness
     from ._exits import describe_exit
     from ._recorder import EXTERNALIZE_BYTES, EpisodeRecorder, externalize

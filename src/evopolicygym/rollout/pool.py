@@ -15,7 +15,6 @@ constructed fails the whole call with its :class:`LoadFailed` verdict.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -52,6 +51,7 @@ from evopolicygym.sandbox import (
     probe,
 )
 
+from ._cpus import claim_cpus
 from ._exits import describe_exit
 from ._output import OutputDrain
 
@@ -246,10 +246,9 @@ class _Lane:
     def __init__(self, pool: WorkerPool, number: int):
         self.pool = pool
         self.number = number
-        # Several lanes: one CPU each, so that they never crowd one core; one lane: none (its
-        # sealed worker picks the CPU it runs on).
-        cpus = sorted(os.sched_getaffinity(0))
-        self.core = cpus[number % len(cpus)] if pool.jobs > 1 else None
+        # The CPU this lane's workers play on (see _cpus.py); None: wherever the scheduler
+        # puts them (a sealed worker then picks the CPU it runs on at each checkpoint).
+        self.core = pool.cpus.cores[number]
         self.host: HostProcess | None = None
         self.warm: _Worker | None = None
         self.sealed: _Worker | None = None
@@ -341,8 +340,10 @@ class WorkerPool:
     """Executes the episodes of one environment in sandboxed worker processes.
 
     ``jobs`` bounds the workers of one :meth:`run`; ``plan`` is the isolation (default: the
-    strongest level this machine offers). Calls to :meth:`run` must not overlap (the judge
-    serializes them); :meth:`close` stops everything."""
+    strongest level this machine offers). Each lane claims a CPU of its own for as long as the
+    pool lives (:attr:`lane_cpus`; fewer when other runs hold the rest): its workers play there,
+    and the owner may keep its own threads off them (``_cpus.kept_off``). Calls to :meth:`run`
+    must not overlap (the judge serializes them); :meth:`close` stops everything."""
 
     def __init__(
         self,
@@ -364,12 +365,18 @@ class WorkerPool:
         self.env_spec_json = EnvSpec.model_validate(env_spec).model_dump_json(exclude={"task"})
         self.output = OutputDrain(log_path)
         self.keys = itertools.count()
+        self.cpus = claim_cpus(jobs)
         self.lanes = [_Lane(self, number) for number in range(jobs)]
         # Housekeeping off the critical path: retiring used workers, starting warm ones.
         self._housekeeping = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool")
         self._starting: threading.Thread | None = None
         self._starting_lock = threading.Lock()
         self._start_failure: BaseException | None = None
+
+    @property
+    def lane_cpus(self) -> set[int]:
+        """The CPUs this pool's lanes claimed."""
+        return self.cpus.held
 
     def start(self) -> None:
         """Start every lane's host and warm train worker in the background; :meth:`prewarm`
@@ -429,6 +436,7 @@ class WorkerPool:
         for thread in closing:
             thread.join()
         self.output.close()
+        self.cpus.release()
 
     def module_files(self) -> list[str]:
         """Files the lane hosts imported their libraries from (after :meth:`prewarm`)."""

@@ -17,6 +17,7 @@ whatever policy code starts comes back to it and is killed after every episode.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import mmap
@@ -127,6 +128,11 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     if problem is not None:
         channel.send(_env_failure(problem))
         return 0
+    if config.core is not None:
+        # It booted wherever its host runs (off the lane's CPU when the judge keeps it free):
+        # only the playing worker takes the lane's CPU.
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {config.core})
     write_checkpoint(load.files, system)
     lower_rlimits(limits)
     os.chdir(system)
