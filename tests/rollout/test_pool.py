@@ -3,6 +3,7 @@ an episode error with a reason, and the other episodes still run."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -839,3 +840,23 @@ def test_a_lanes_policy_plays_on_the_cpu_its_pool_claimed(tmp_path, sealed):
         pool.close()
     assert seen.read_text() == f"[{core}]\n" * 2
     assert not pool.lane_cpus  # released with the pool
+
+
+def test_a_warm_worker_waits_on_its_lanes_cpu_and_workers_boot_on_the_others(tmp_path):
+    pool = WorkerPool(TOY.model_dump(), 1, LimitsSection(), tmp_path / "w.log", plan=PROCESS)
+    try:
+        pool.prewarm()
+        (core,) = pool.lane_cpus
+        assert pool.boot_cpus == (sorted(os.sched_getaffinity(0) - {core}) or None)
+        host = pool.lanes[0].host.process.pid  # `process`: no pid namespace
+        (worker,) = Path(f"/proc/{host}/task/{host}/children").read_text().split()
+        status = Path(f"/proc/{worker}/status")
+        allowed = []
+        deadline = time.monotonic() + 30
+        while str(core) not in allowed and time.monotonic() < deadline:  # until it is warm
+            line = re.search(r"^Cpus_allowed_list:\s*(\S+)$", status.read_text(), re.M)
+            allowed.append(line.group(1))
+            time.sleep(0.001)
+        assert allowed[-1] == str(core)
+    finally:
+        pool.close()

@@ -86,14 +86,16 @@ HostRequest = Spawn | Kill
 class WorkerConfig(msgspec.Struct, forbid_unknown_fields=True):
     """What a worker is started with (the ``argument`` of its :class:`Spawn`). Holds no path
     of the run and no seed. ``core`` is the CPU the worker plays on once its checkpoint arrives
-    (a sealed worker's policy process shares it); ``slots`` is how many episodes a sealed worker
-    steps in lock step; ``landlock_abi`` and ``seccomp`` say which hardening policy code runs
-    under (from the isolation plan)."""
+    (a sealed worker's policy process shares it), ``boot_cpus`` the CPUs it runs on until then
+    (None: its host's); ``slots`` is how many episodes a sealed worker steps in lock step;
+    ``landlock_abi`` and ``seccomp`` say which hardening policy code runs under (from the
+    isolation plan)."""
 
     env_spec: dict[str, Any]
     limits: dict[str, Any]
     sealed: bool
     core: int | None = None
+    boot_cpus: list[int] | None = None
     slots: int = 1
     landlock_abi: int = 0
     seccomp: bool = False

@@ -15,6 +15,7 @@ constructed fails the whole call with its :class:`LoadFailed` verdict.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -122,6 +123,7 @@ class _Worker:
             limits=pool.limits.model_dump(),
             sealed=sealed,
             core=lane.core,
+            boot_cpus=pool.boot_cpus,
             slots=SEALED_SLOTS if sealed else 1,
             landlock_abi=pool.plan.landlock_abi,
             seccomp=pool.plan.seccomp,
@@ -366,6 +368,8 @@ class WorkerPool:
         self.output = OutputDrain(log_path)
         self.keys = itertools.count()
         self.cpus = claim_cpus(jobs)
+        # Workers boot off every lane's CPU when the machine has others.
+        self.boot_cpus = sorted(os.sched_getaffinity(0) - self.cpus.held) or None
         self.lanes = [_Lane(self, number) for number in range(jobs)]
         # Housekeeping off the critical path: retiring used workers, starting warm ones.
         self._housekeeping = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool")

@@ -71,6 +71,8 @@ REHEARSED_ADAPTERS = frozenset({"gymnasium", "toy"})
 def serve(fd: int, argument: bytes) -> int:
     """Run a worker on channel ``fd`` with the msgpack-encoded :class:`WorkerConfig`."""
     config = msgspec.msgpack.decode(argument, type=WorkerConfig)
+    # A worker often boots while its lane plays: off the lanes' CPUs until it is warm.
+    _take_cpus(config.boot_cpus)
     channel = Channel.from_fd(fd, WorkerRequest, enc_hook=to_jsonsafe)
     become_subreaper()
     if config.sealed:
@@ -93,6 +95,13 @@ def _build(config: WorkerConfig):
         return spec, spec.make_world(), None
     except Exception as exc:
         return spec, None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+
+
+def _take_cpus(cpus: set[int] | list[int] | None) -> None:
+    """Run on ``cpus`` from now on (nothing when None)."""
+    if cpus:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, cpus)
 
 
 def _env_failure(problem: str) -> LoadFailed:
@@ -118,6 +127,9 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
             landlock_abi=config.landlock_abi,
             seccomp=config.seccomp,
         )
+    # Warm: it waits for its checkpoint on the CPU it will play on (moving there once the
+    # checkpoint has arrived would put the move on the submit's path).
+    _take_cpus({config.core} if config.core is not None else None)
     channel.send(WorkerUp(env_error=problem))
     try:
         load = channel.recv()
@@ -128,11 +140,6 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     if problem is not None:
         channel.send(_env_failure(problem))
         return 0
-    if config.core is not None:
-        # It booted wherever its host runs (off the lane's CPU when the judge keeps it free):
-        # only the playing worker takes the lane's CPU.
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {config.core})
     write_checkpoint(load.files, system)
     lower_rlimits(limits)
     os.chdir(system)
