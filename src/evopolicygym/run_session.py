@@ -379,9 +379,10 @@ def _drive_and_finish(
             "installation it started with, or pass --rerun to archive it and start again"
         )
     ledger.append(FingerprintRecord(value=fingerprint))
-    # From here on this process, and the agent it starts, stay off the CPUs the lanes play on
-    # (when the machine has others): a worker playing is never preempted by the judge.
-    with kept_off(judge.pool.lane_cpus):
+    # From here on this process, and the agent it starts, stay off the CPUs lanes play on
+    # (this run's, and the other runs' it saw; when the machine has others): a worker playing
+    # is never preempted by the judge.
+    with kept_off(judge.pool.claimed_cpus):
         history = RunHistory.open(paths.private / "history.json")  # records this start of the run
         transcript = None  # no agent session when a resumed run has nothing left to spend
         if judge.phase == "open":

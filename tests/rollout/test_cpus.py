@@ -24,6 +24,16 @@ def test_claims_of_two_pools_never_share_a_cpu_and_come_back_on_release(tmp_path
     assert claim_cpus(1, tmp_path).cores == [max(MASK)]
 
 
+@needs_two
+def test_a_claim_knows_the_cpus_earlier_claims_hold_and_which_are_free(tmp_path):
+    first = claim_cpus(1, tmp_path)
+    second = claim_cpus(1, tmp_path)
+    assert first.cores == [MASK[-1]] and second.cores == [MASK[-2]]
+    assert first.others == set() and second.others == {MASK[-1]}
+    assert second.free_cpus() == set(MASK[:-2])
+    assert first.free_cpus() == set(MASK[:-1])  # it claimed before the second one
+
+
 def test_a_cpu_another_process_holds_is_skipped_until_that_process_dies(tmp_path):
     holder = subprocess.Popen(
         [

@@ -3,14 +3,16 @@
 A lane's workers play on one CPU: a sealed worker and its policy process then hand a lock-step
 round over with a context switch, and a train worker is never preempted by the judge's threads,
 the agent, or the next warm worker booting beside it (on this project's two-core machine those
-took 1.3-2.9 ms out of each of a submit's first episodes).
+took 1.3-2.9 ms out of some of a submit's first episodes).
 
 Concurrent runs on one machine (a suite's jobs) must not pick the same CPUs, so a lane's CPU is
 *claimed*: an exclusive ``flock`` on one file per CPU in a per-user directory. The kernel drops a
 lock when its process ends, however it ends, so a crashed run leaves no stale claim. A CPU that
 another run holds is skipped; a lane left without a free CPU gets none and runs wherever the
 scheduler puts it. Only the CPUs this process may run on (its affinity mask: a batch system's
-allocation) are candidates, highest first (CPU 0 takes most of the machine's housekeeping).
+allocation) are candidates, highest first (CPU 0 takes most of the machine's housekeeping), so
+the runs that started earlier hold the highest CPUs and a claim sees theirs (``others``) before
+it finds its own.
 """
 
 from __future__ import annotations
@@ -30,15 +32,21 @@ def claims_directory() -> Path:
 
 class CpuClaim:
     """The CPUs one pool holds: ``cores[n]`` is lane ``n``'s CPU (``None``: no free CPU was
-    left for it). Holds its locks until :meth:`release` (or the process's end)."""
+    left for it); ``others`` are the CPUs it found held by other claims. Holds its locks until
+    :meth:`release` (or the process's end)."""
 
-    def __init__(self, cores: list[int | None], handles: list[int]):
+    def __init__(self, cores: list[int | None], handles: list[int], others: set[int] | None = None):
         self.cores = cores
+        self.others = others or set()
         self._handles = handles
 
     @property
     def held(self) -> set[int]:
         return {core for core in self.cores if core is not None}
+
+    def free_cpus(self) -> set[int]:
+        """The CPUs of this process's mask that no claim it saw holds (empty when none is)."""
+        return os.sched_getaffinity(0) - self.held - self.others
 
     def release(self) -> None:
         """Drop the locks (idempotent): other runs may claim these CPUs again."""
@@ -58,15 +66,17 @@ def claim_cpus(lanes: int, directory: Path | None = None) -> CpuClaim:
     except OSError:
         cores: list[int | None] = list(candidates[:lanes])
         return CpuClaim(cores + [None] * (lanes - len(cores)), [])
-    cores, handles = [], []
+    cores, handles, others = [], [], set()
     for cpu in candidates:
         if len(cores) == lanes:
             break
         handle = _lock(directory / f"cpu-{cpu}.lock")
-        if handle is not None:
+        if handle is None:
+            others.add(cpu)
+        else:
             cores.append(cpu)
             handles.append(handle)
-    return CpuClaim(cores + [None] * (lanes - len(cores)), handles)
+    return CpuClaim(cores + [None] * (lanes - len(cores)), handles, others)
 
 
 def _lock(path: Path) -> int | None:

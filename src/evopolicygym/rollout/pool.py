@@ -15,7 +15,6 @@ constructed fails the whole call with its :class:`LoadFailed` verdict.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -368,8 +367,9 @@ class WorkerPool:
         self.output = OutputDrain(log_path)
         self.keys = itertools.count()
         self.cpus = claim_cpus(jobs)
-        # Workers boot off every lane's CPU when the machine has others.
-        self.boot_cpus = sorted(os.sched_getaffinity(0) - self.cpus.held) or None
+        # Workers boot off every lane's CPU (this pool's and the other claims') when the
+        # machine has others.
+        self.boot_cpus = sorted(self.cpus.free_cpus()) or None
         self.lanes = [_Lane(self, number) for number in range(jobs)]
         # Housekeeping off the critical path: retiring used workers, starting warm ones.
         self._housekeeping = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pool")
@@ -381,6 +381,12 @@ class WorkerPool:
     def lane_cpus(self) -> set[int]:
         """The CPUs this pool's lanes claimed."""
         return self.cpus.held
+
+    @property
+    def claimed_cpus(self) -> set[int]:
+        """The CPUs claimed by this pool's lanes and by the other claims it saw: what its owner
+        keeps its own threads off (``kept_off``)."""
+        return self.cpus.held | self.cpus.others
 
     def start(self) -> None:
         """Start every lane's host and warm train worker in the background; :meth:`prewarm`
