@@ -41,13 +41,24 @@ def placed_pool(spec_json: dict) -> WorkerPool:
         pool_module.claim_cpus = claim
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--env", default="gym/cartpole", help="gym/cartpole, gym/halfcheetah5")
-    parser.add_argument("--episodes", type=int, help="per call (default: one benchmark submit)")
-    parser.add_argument("--pairs", type=int, default=20, help="turns of each pool (default 20)")
+    parser.add_argument("--env", default="gym/cartpole", choices=sorted(POLICIES))
+    parser.add_argument(
+        "--episodes", type=_positive, help="per call (default: one benchmark submit)"
+    )
+    parser.add_argument(
+        "--pairs", type=_positive, default=20, help="turns of each pool (default 20)"
+    )
     parser.add_argument("--sealed", action="store_true", help="hidden evaluation, not train")
     args = parser.parse_args()
     spec = get_env(args.env)

@@ -99,6 +99,15 @@ def test_the_lane_cpu_benchmark_compares_a_claimed_lane_with_a_placed_one(kind):
     assert summary and float(summary.group(1)) > 0 and int(summary.group(2)) <= 2
 
 
+@pytest.mark.parametrize(
+    "flags, says", [(["--pairs", "0"], "must be at least 1"), (["--env", "toy"], "invalid choice")]
+)
+def test_the_lane_cpu_benchmark_refuses_bad_arguments_in_one_line(flags, says):
+    script = SCRIPT.with_name("lane_cpus.py")
+    done = subprocess.run([sys.executable, str(script), *flags], capture_output=True, text=True)
+    assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
+
+
 def test_the_speedup_target_is_the_median_of_each_repeats_own_ratio(capsys):
     # A slow phase that hits one repeat's two runs alike leaves that repeat's ratio alone.
     spec = importlib.util.spec_from_file_location("judge_throughput", SCRIPT)
