@@ -842,6 +842,17 @@ def test_a_lanes_policy_plays_on_the_cpu_its_pool_claimed(tmp_path, sealed):
     assert not pool.lane_cpus  # released with the pool
 
 
+def _allowed_cpus(pid: int | str) -> set[int]:
+    """The CPUs process ``pid`` may run on (its ``Cpus_allowed_list``, e.g. ``0-2,5``)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    listed = re.search(r"^Cpus_allowed_list:\s*(\S+)$", status, re.M).group(1)
+    cpus = set()
+    for part in listed.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
 def test_a_warm_worker_waits_on_its_lanes_cpu_and_workers_boot_on_the_others(tmp_path):
     pool = WorkerPool(TOY.model_dump(), 1, LimitsSection(), tmp_path / "w.log", plan=PROCESS)
     try:
@@ -849,14 +860,14 @@ def test_a_warm_worker_waits_on_its_lanes_cpu_and_workers_boot_on_the_others(tmp
         (core,) = pool.lane_cpus
         assert pool.boot_cpus == (sorted(os.sched_getaffinity(0) - {core}) or None)
         host = pool.lanes[0].host.process.pid  # `process`: no pid namespace
+        # The host forks workers while lanes play: once up, it stays off their CPUs too.
+        assert _allowed_cpus(host) == set(pool.boot_cpus or os.sched_getaffinity(0))
         (worker,) = Path(f"/proc/{host}/task/{host}/children").read_text().split()
-        status = Path(f"/proc/{worker}/status")
         allowed = []
         deadline = time.monotonic() + 30
-        while str(core) not in allowed and time.monotonic() < deadline:  # until it is warm
-            line = re.search(r"^Cpus_allowed_list:\s*(\S+)$", status.read_text(), re.M)
-            allowed.append(line.group(1))
+        while {core} not in allowed and time.monotonic() < deadline:  # until it is warm
+            allowed.append(_allowed_cpus(worker))
             time.sleep(0.001)
-        assert allowed[-1] == str(core)
+        assert allowed[-1] == {core}
     finally:
         pool.close()

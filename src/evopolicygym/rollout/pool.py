@@ -272,6 +272,7 @@ class _Lane:
                 expand=(f"{WORKER_MODULE}:runtime_modules", pool.env_spec_json),
                 max_processes=pool.limits.max_processes,
                 log_path=pool.log_path,
+                cpus=pool.boot_cpus,
             )
             self.host.wait_up()
         return self.host

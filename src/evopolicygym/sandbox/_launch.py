@@ -145,6 +145,7 @@ class HostProcess:
         max_processes: int,
         log_path: Path | None,
         tmpfs_bytes: int = 2**30,
+        cpus: list[int] | None = None,
     ):
         self.plan = plan
         self.scratch = Path(tempfile.mkdtemp(prefix="epg-lane-"))
@@ -155,6 +156,8 @@ class HostProcess:
         command += ["--preload", ",".join(preload)]
         if expand is not None:
             command += ["--expand", expand[0], "--expand-argument", expand[1]]
+        if cpus:
+            command += ["--cpus", ",".join(map(str, cpus))]
         home = "/tmp" if plan.level is IsolationLevel.NAMESPACED else str(self.scratch)
         if plan.process_cap == "rlimit":
             base = 0 if plan.level is IsolationLevel.NAMESPACED else _user_tasks()

@@ -11,6 +11,7 @@ closes it, or dies, the host kills everything and exits.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import os
@@ -156,6 +157,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     )
     parser.add_argument("--expand-argument", default="", help="the argument of --expand")
     parser.add_argument("--nproc", type=int, default=0, help="RLIMIT_NPROC for the lane")
+    parser.add_argument(
+        "--cpus", default="", help="comma-separated CPUs to run on once the imports are done"
+    )
     args = parser.parse_args(argv)
     # No parent-death signal here: the judge may start hosts from short-lived threads, and the
     # signal follows the thread. The end of the channel tells the host the judge is gone.
@@ -178,6 +182,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
         }
     )
     channel.send(HostUp(pid=os.getpid(), modules=modules))
+    # Its forks (a worker's boot) happen while lanes play: off their CPUs from now on.
+    if args.cpus:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {int(cpu) for cpu in args.cpus.split(",")})
     status = 1
     try:
         host.serve()
