@@ -60,3 +60,25 @@ def test_a_terminal_gets_one_updating_line_per_phase():
     for phase in ("agent", "validation", "held-out"):
         assert phase in text
     assert "8/8 episodes, 8 submits" in text and "checkpoint 2/2" in text
+
+
+def test_validation_counts_the_episodes_of_checkpoints_validated_side_by_side():
+    stream = io.StringIO()
+    display = RunDisplay(stream=stream, live=False, interval=0)
+    display.event("m/toy/x", "run.finalize", {"ok_checkpoints": 2})
+    # Two lanes: each plays its share of checkpoint 1, then of checkpoint 2.
+    for k, done in ((1, 2), (2, 2), (1, 4), (2, 4)):
+        display.finalize("m/toy/x", FinalizeStep(k, done, 4, checkpoint=k, checkpoints=2))
+    counts = [
+        line.split("validation: ")[1].split(" episodes")[0]
+        for line in stream.getvalue().splitlines()
+    ]
+    assert counts == ["2/8", "4/8", "6/8", "8/8"]
+
+
+def test_a_resumed_validation_counts_the_checkpoints_validated_before():
+    stream = io.StringIO()
+    display = RunDisplay(stream=stream, live=False, interval=0)
+    for done in (2, 4):
+        display.finalize("m/toy/x", FinalizeStep(3, done, 4, checkpoint=3, checkpoints=3))
+    assert stream.getvalue().splitlines()[-1].startswith("[m/toy/x] validation: 12/12 episodes")

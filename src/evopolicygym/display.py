@@ -114,6 +114,7 @@ class RunDisplay:
         self._printed: dict[str, float] = {}
         self._bar = None
         self._tasks: dict[str, int] = {}
+        self._validated: dict[int, int] = {}  # validation episodes done, by checkpoint number
         self._submits = 0
 
     # -- output ----------------------------------------------------------------------------------
@@ -201,10 +202,14 @@ class RunDisplay:
             k, n, per = step.checkpoint, step.checkpoints, step.total
             phase = self.phases.get("validation")
             if phase is None or phase.total != n * per:
+                # Checkpoints before the first one seen were validated before a resume.
                 current = (k - 1) * per + step.done
                 phase = Phase("validation", n * per, current, base=current)
                 self.phases["validation"] = phase
-            phase.done = (k - 1) * per + step.done
+                self._validated = {number: per for number in range(1, k)}
+            # Lanes validate several checkpoints at once: each step counts its own.
+            self._validated[k] = step.done
+            phase.done = sum(self._validated.values())
             phase.note = f"checkpoint {k}/{n}"
             self._show("validation", "episodes", force=phase.done >= phase.total)
         else:

@@ -42,6 +42,18 @@ class ScriptedRunner:
                 on_episode(done)
         return results
 
+    def evaluate(self, checkpoints, *, max_steps, on_episode=None, on_outcome=None):
+        outcomes = []
+        for number, (job, tasks) in enumerate(checkpoints):
+            report = (lambda result, n=number: on_episode(n, result)) if on_episode else None
+            outcome = self.run(
+                job, tasks, record=False, max_steps=max_steps, sealed=True, on_episode=report
+            )
+            if on_outcome:
+                on_outcome(number, outcome)
+            outcomes.append(outcome)
+        return outcomes
+
     def prewarm(self) -> None:
         pass
 
@@ -148,11 +160,11 @@ def test_a_pick_changed_before_held_out_is_replaced_by_the_next_best(make_judge,
     finalizer = judge.finalizer
     evaluate = finalizer._evaluate
 
-    def tamper_before_heldout(kind, index, *args):
-        if kind == "heldout" and index == 1:
+    def tamper_before_heldout(kind, checkpoints, *args):
+        if kind == "heldout" and checkpoints[0][0] == 1:
             policy = judge.paths.checkpoints / "submit_001" / "policy.py"
             policy.write_text(policy.read_text() + "# changed\n")
-        return evaluate(kind, index, *args)
+        return evaluate(kind, checkpoints, *args)
 
     monkeypatch.setattr(finalizer, "_evaluate", tamper_before_heldout)
     selection = judge.finalize()

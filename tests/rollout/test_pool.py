@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evopolicygym.envs import get_env
-from evopolicygym.protocol import LimitsSection
+from evopolicygym.protocol import LimitsSection, Verdict
 from evopolicygym.rollout import EpisodeTask, InitFailure, WorkerPool
 from evopolicygym.rollout import pool as pool_module
 from evopolicygym.sandbox import probe
@@ -470,6 +470,75 @@ def test_sealed_workers_serve_the_next_checkpoint_without_restarting(tmp_path):
     assert len(parents[0]) == 2 and parents[0] == parents[2]
 
 
+def _evaluate(tmp_path: Path, sources: list[str], jobs: int, n: int = 2, **callbacks):
+    """Hidden evaluation of one checkpoint per source (toy episodes of one step)."""
+    pool = WorkerPool(TOY.model_dump(), jobs, LimitsSection(), tmp_path / "w.log", plan=PROCESS)
+    try:
+        checkpoints = []
+        for number, source in enumerate(sources):
+            write_policy(tmp_path / f"ck{number}", source)
+            job = job_from_dir(tmp_path / f"ck{number}", TOY, {"env": "toy"})
+            checkpoints.append((job, [EpisodeTask(i, 100 + i, i) for i in range(n)]))
+        return pool.evaluate(checkpoints, max_steps=1, **callbacks)
+    finally:
+        pool.close()
+
+
+def test_a_lane_validates_its_share_of_the_next_checkpoint_without_waiting_for_the_others(
+    tmp_path,
+):
+    # Episode 0 of the first checkpoint (lane 0's share) takes a second; lane 1 goes on to
+    # the second checkpoint meanwhile, and that checkpoint's outcome waits only for lane 0.
+    slow_first = """
+        import time
+        class Policy:
+            def __init__(self, *args): pass
+            def reset(self, i):
+                if i == 0: time.sleep(1.0)
+            def act(self, obs): return 1
+    """
+    fast = """
+        class Policy:
+            def __init__(self, *args): pass
+            def reset(self, i): pass
+            def act(self, obs): return 2
+    """
+    ended, settled = [], []
+    outcomes = _evaluate(
+        tmp_path,
+        [slow_first, fast],
+        jobs=2,
+        on_episode=lambda number, result: ended.append((number, result.index)),
+        on_outcome=lambda number, outcome: settled.append(number),
+    )
+    assert ended.index((1, 1)) < ended.index((0, 0))
+    assert settled == [0, 1]
+    assert [[r.episode_return for r in outcome] for outcome in outcomes] == [
+        [(100 + i) % 8 + float(action) for i in range(2)] for action in (1, 2)
+    ]
+
+
+def test_a_checkpoint_that_cannot_start_fails_alone(tmp_path):
+    good = """
+        class Policy:
+            def __init__(self, *args): pass
+            def reset(self, i): pass
+            def act(self, obs): return 0
+    """
+    settled = {}
+    broken, played, again = _evaluate(
+        tmp_path,
+        ["raise ImportError('nope')\nclass Policy: pass\n", good, good],
+        jobs=2,
+        n=3,
+        on_outcome=lambda number, outcome: settled.setdefault(number, outcome),
+    )
+    assert isinstance(broken, InitFailure) and broken.verdict == Verdict.IMPORT_ERROR
+    assert [r.episode_return for r in played] == [(100 + i) % 8 for i in range(3)]
+    assert [r.episode_return for r in again] == [r.episode_return for r in played]
+    assert settled == {0: broken, 1: played, 2: again}
+
+
 def _children(pid: int) -> list[int]:
     listed = subprocess.run(
         ["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True
@@ -509,7 +578,7 @@ import sys
 sys.path.insert(0, {str(Path(__file__).parents[1])!r})
 from pathlib import Path
 from evopolicygym.envs import get_env
-from evopolicygym.protocol import LimitsSection
+from evopolicygym.protocol import LimitsSection, Verdict
 from evopolicygym.rollout import EpisodeTask, WorkerPool
 from evopolicygym.sandbox import probe
 from support import job_from_dir
@@ -667,7 +736,7 @@ def test_lane_hosts_find_and_import_the_simulator_so_the_judge_does_not(tmp_path
     script = """
 import json, sys
 from evopolicygym.envs import get_env
-from evopolicygym.protocol import LimitsSection
+from evopolicygym.protocol import LimitsSection, Verdict
 from evopolicygym.rollout import WorkerPool
 from evopolicygym.sandbox import probe
 pool = WorkerPool(get_env("gym/cartpole").model_dump(), 1, LimitsSection(), plan=probe("process"))

@@ -40,8 +40,9 @@ class JudgeSettings:
 
 
 class EpisodeRunner(Protocol):
-    """Runs a checkpoint's episodes (``rollout.WorkerPool``; tests may pass an in-process
-    fake). ``sealed`` marks hidden evaluation."""
+    """Runs checkpoints' episodes (``rollout.WorkerPool``; tests may pass an in-process
+    fake): :meth:`run` for a submit's (``sealed`` marks hidden evaluation), :meth:`evaluate`
+    for the hidden evaluation of several checkpoints at once."""
 
     def run(
         self,
@@ -55,6 +56,19 @@ class EpisodeRunner(Protocol):
         sealed: bool = False,
         on_episode: Callable[[EpisodeResult], None] | None = None,
     ) -> list[EpisodeResult] | InitFailure: ...
+
+    def evaluate(
+        self,
+        checkpoints: list[tuple[WorkerJob, list[EpisodeTask]]],
+        *,
+        max_steps: int,
+        on_episode: Callable[[int, EpisodeResult], None] | None = None,
+        on_outcome: Callable[[int, list[EpisodeResult] | InitFailure], None] | None = None,
+    ) -> list[list[EpisodeResult] | InitFailure]:
+        """The outcome of each checkpoint, in order; ``on_outcome(number, outcome)`` is called
+        as each is done (never two calls at once), ``on_episode(number, result)`` as episodes
+        end."""
+        ...
 
     def prewarm(self) -> None: ...
 

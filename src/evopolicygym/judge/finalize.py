@@ -63,15 +63,21 @@ class Finalizer:
         next best."""
         splits = self.settings.splits
         candidates = self.ledger.ok_submits()
-        for number, submit in enumerate(candidates, 1):
-            if submit.index in self.ledger.validation:
-                continue
-            step = FinalizeStep(submit.index, 0, len(splits.valid), number, len(candidates))
-            self.ledger.append(
-                self._evaluate(
-                    "validation", submit.index, submit.cost, splits.valid, step, progress
+        count = len(candidates)
+        self._evaluate(
+            "validation",
+            [
+                (
+                    submit.index,
+                    submit.cost,
+                    FinalizeStep(submit.index, 0, len(splits.valid), n, count),
                 )
-            )
+                for n, submit in enumerate(candidates, 1)
+                if submit.index not in self.ledger.validation
+            ],
+            splits.valid,
+            progress,
+        )
         validation = dict(sorted(self.ledger.validation.items()))
         val_scores = {i: r.mean for i, r in validation.items() if r.mean is not None}
         val_errors = {i: r.errors for i, r in validation.items()}
@@ -92,8 +98,7 @@ class Finalizer:
                 continue
             cost = next(s.cost for s in candidates if s.index == index)
             step = FinalizeStep(index, 0, len(splits.heldout))
-            heldout = self._evaluate("heldout", index, cost, splits.heldout, step, progress)
-            self.ledger.append(heldout)
+            (heldout,) = self._evaluate("heldout", [(index, cost, step)], splits.heldout, progress)
             if heldout.failure == Verdict.TAMPERED:
                 tampered.append(index)
                 continue
@@ -124,16 +129,23 @@ class Finalizer:
     def _evaluate(
         self,
         kind: str,
-        index: int,
-        cost: int,
+        checkpoints: list[tuple[int, int, FinalizeStep]],
         seeds: list[int],
-        start: FinalizeStep,
         progress: Progress,
-    ) -> Evaluation:
-        job = self._verified_job(index, cost)
-        if job is None:
+    ) -> list[Evaluation]:
+        """Evaluate ``checkpoints`` (``(submit index, cost, first progress step)``) on
+        ``seeds``, all in one call of the pool, journaling each evaluation as soon as it is
+        done; returns them in the given order. A checkpoint whose files changed since its
+        submit is ``tampered`` and never played."""
+        evaluations: dict[int, Evaluation] = {}
+        played: list[tuple[int, WorkerJob, FinalizeStep]] = []
+        for index, cost, step in checkpoints:
+            job = self._verified_job(index, cost)
+            if job is not None:
+                played.append((index, job, step))
+                continue
             self.events("finalize.tampered", submit_index=index, pool=kind)
-            return Evaluation(
+            evaluations[index] = Evaluation(
                 type=kind,
                 index=index,
                 mean=None,
@@ -142,26 +154,31 @@ class Finalizer:
                 message=f"checkpoints/{submit_dirname(index)} no longer matches the content "
                 "journaled when it was submitted: it is not evaluated",
             )
+            self.ledger.append(evaluations[index])
         tasks = [EpisodeTask(i, seed, i) for i, seed in enumerate(seeds)]
-        done = [0]
+        done = [0] * len(played)
         lock = threading.Lock()
-        step = max(1, len(tasks) // 4)
+        every = max(1, len(tasks) // 4)
 
-        def tick(_result: EpisodeResult) -> None:
+        def tick(number: int, _result: EpisodeResult) -> None:
             with lock:
-                done[0] += 1
-                if done[0] % step == 0 or done[0] == len(tasks):
-                    progress(start._replace(done=done[0]))
+                done[number] += 1
+                if done[number] % every == 0 or done[number] == len(tasks):
+                    progress(played[number][2]._replace(done=done[number]))
 
-        outcome = self.pool.run(
-            job,
-            tasks,
-            record=False,
-            sealed=True,
-            max_steps=self.settings.spec.max_episode_steps,
-            on_episode=tick,
-        )
-        return _evaluation(kind, index, outcome)
+        def journal(number: int, outcome: list[EpisodeResult] | InitFailure) -> None:
+            index = played[number][0]
+            evaluations[index] = _evaluation(kind, index, outcome)
+            self.ledger.append(evaluations[index])
+
+        if played:
+            self.pool.evaluate(
+                [(job, tasks) for _, job, _ in played],
+                max_steps=self.settings.spec.max_episode_steps,
+                on_episode=tick,
+                on_outcome=journal,
+            )
+        return [evaluations[index] for index, _, _ in checkpoints]
 
 
 def _evaluation(kind: str, index: int, outcome: list[EpisodeResult] | InitFailure) -> Evaluation:

@@ -1,9 +1,10 @@
-"""Runs the episodes of one checkpoint on a pool of sandboxed workers.
+"""Runs the episodes of checkpoints on a pool of sandboxed workers.
 
 The pool has ``jobs`` lanes. A lane is one sandbox (:class:`~evopolicygym.sandbox.HostProcess`:
 bubblewrap at the ``namespaced`` level) whose host forks workers: a warm train worker is always
 waiting (environment built, no policy loaded), so a submit never waits for a process to start,
-and a sealed worker serves hidden evaluation checkpoint after checkpoint.
+and a sealed worker serves hidden evaluation checkpoint after checkpoint (a lane goes on to
+its share of the next checkpoint without waiting for the other lanes: :meth:`WorkerPool.evaluate`).
 
 Episodes are dealt to lanes round-robin (episode ``i`` to lane ``i % jobs``), so the assignment,
 and any policy state carried between a worker's episodes, does not depend on timing. A train
@@ -467,39 +468,98 @@ class WorkerPool:
     ) -> list[EpisodeDone] | LoadFailed:
         """Run ``tasks``; results come back in task order, or a :class:`LoadFailed` when the
         policy cannot start. ``sealed`` runs hidden evaluation (the policy in its own process,
-        apart from the environment, several episodes in lock step); ``on_episode`` is called
-        (from lane threads) as episodes finish."""
+        apart from the environment, several episodes in lock step: :meth:`evaluate` with one
+        checkpoint); ``on_episode`` is called (from lane threads) as episodes finish."""
+        if sealed:
+            report = (lambda _number, result: on_episode(result)) if on_episode else None
+            return self.evaluate([(job, tasks)], max_steps=max_steps, on_episode=report)[0]
         request = RunEpisodes(
             tasks=[],
             max_steps=max_steps,
-            record=record and not sealed,
+            record=record,
             obs_external=obs_external,
             compress_images=compress_images,
         )
-        shares = [tasks[i :: self.jobs] for i in range(min(self.jobs, len(tasks)))]
+        shares = _shares(tasks, self.jobs)
         results: dict[int, EpisodeDone] = {}
         failures: dict[int, LoadFailed] = {}
         lock = threading.Lock()
 
         def lane(number: int, share: list[Task]) -> None:
-            runner = self._run_sealed if sealed else self._run_train
-            for result in runner(self.lanes[number], job, share, request, failures, number):
+            for result in self._run_train(
+                self.lanes[number], job, share, request, failures, number
+            ):
                 with lock:
                     results[result.index] = result
                 if on_episode:
                     on_episode(result)
 
-        threads = [
-            threading.Thread(target=lane, args=(n, share), daemon=True)
-            for n, share in enumerate(shares)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        _in_threads(lane, enumerate(shares))
         if failures:
             return failures[min(failures)]
         return [results[task.index] for task in tasks]
+
+    def evaluate(
+        self,
+        checkpoints: list[tuple[WorkerJob, list[Task]]],
+        *,
+        max_steps: int,
+        on_episode: Callable[[int, EpisodeDone], None] | None = None,
+        on_outcome: Callable[[int, list[EpisodeDone] | LoadFailed], None] | None = None,
+    ) -> list[list[EpisodeDone] | LoadFailed]:
+        """Hidden evaluation of several checkpoints: the outcome of each (its results in task
+        order, or the :class:`LoadFailed` of a policy that cannot start), in the given order.
+
+        Episodes are dealt as in :meth:`run` (a checkpoint's episode ``i`` to lane
+        ``i % jobs``), and each lane plays its share of one checkpoint after the other without
+        waiting for the other lanes in between: only the last checkpoint's shares end
+        unevenly. ``on_episode(number, result)`` is called as episodes end, and
+        ``on_outcome(number, outcome)`` as soon as checkpoint ``number`` is done (both from
+        lane threads; ``on_outcome`` calls never overlap). A checkpoint that fails to load on
+        one lane is skipped by the lanes that have not started it yet."""
+        request = RunEpisodes(tasks=[], max_steps=max_steps, record=False)
+        lanes = min(self.jobs, max((len(tasks) for _, tasks in checkpoints), default=0))
+        results: list[dict[int, EpisodeDone]] = [{} for _ in checkpoints]
+        failures: list[dict[int, LoadFailed]] = [{} for _ in checkpoints]
+        unfinished = [min(lanes, len(tasks)) for _, tasks in checkpoints]
+        # A checkpoint without episodes is done before it starts.
+        outcomes: list[list[EpisodeDone] | LoadFailed] = [[] for _ in checkpoints]
+        lock = threading.Lock()
+
+        def settle(number: int) -> None:
+            """Called under ``lock`` when a lane is done with checkpoint ``number``."""
+            unfinished[number] -= 1
+            if unfinished[number]:
+                return
+            job_failures, tasks = failures[number], checkpoints[number][1]
+            outcome = (
+                job_failures[min(job_failures)]
+                if job_failures
+                else [results[number][task.index] for task in tasks]
+            )
+            outcomes[number] = outcome
+            if on_outcome:
+                on_outcome(number, outcome)
+
+        def lane(number: int) -> None:
+            for checkpoint, (job, tasks) in enumerate(checkpoints):
+                share = _shares(tasks, lanes)[number] if number < len(tasks) else None
+                if share is None:
+                    continue
+                if not failures[checkpoint]:
+                    played = self._run_sealed(
+                        self.lanes[number], job, share, request, failures[checkpoint], number
+                    )
+                    for result in played:
+                        with lock:
+                            results[checkpoint][result.index] = result
+                        if on_episode:
+                            on_episode(checkpoint, result)
+                with lock:
+                    settle(checkpoint)
+
+        _in_threads(lane, ((number,) for number in range(lanes)))
+        return outcomes
 
     def _run_train(self, lane: _Lane, job, share, request, failures, number):
         pending = list(share)
@@ -551,6 +611,21 @@ class WorkerPool:
             for task in share:
                 if task.index in wanted:
                     yield _failed(task, died.kind, died.message)
+
+
+def _shares(tasks: list[Task], lanes: int) -> list[list[Task]]:
+    """Task ``i`` to lane ``i % lanes``: an assignment that does not depend on timing."""
+    return [tasks[number::lanes] for number in range(min(lanes, len(tasks)))]
+
+
+def _in_threads(target: Callable[..., None], arguments) -> None:
+    """``target(*args)`` for each of ``arguments``, each in its own thread; returns when all
+    are done."""
+    threads = [threading.Thread(target=target, args=args, daemon=True) for args in arguments]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def _load_verdict(kind: EpisodeErrorKind) -> Verdict:
