@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -91,6 +93,18 @@ class CheckpointLoader:
         self.limits = limits
         self._finder: _CompiledFinder | None = None
 
+    def forget(self) -> None:
+        """Undo what loading changed in this process: the checkpoint's modules, its finder
+        and its entry on ``sys.path``."""
+        if self._finder is None:
+            return
+        for name in self._finder.code:
+            sys.modules.pop(name, None)
+        sys.meta_path.remove(self._finder)
+        sys.path.remove(str(self.system))
+        sys.path_importer_cache.pop(str(self.system), None)
+        self._finder = None
+
     def _compile(self) -> None:
         """Compile every ``.py`` file of the checkpoint whose module name is not taken."""
         code: dict[str, tuple[Any, Path, bool]] = {}
@@ -168,3 +182,26 @@ class CheckpointLoader:
             stdout=out.value(),
             stderr=err.value(),
         )
+
+
+# What :func:`rehearse_load` loads: a checkpoint as small as one can be.
+_REHEARSAL_FILES = [
+    CheckpointFile("policy.py", b"class Policy:\n    def __init__(self, *args): pass\n")
+]
+
+
+def rehearse_load(watchdog: Watchdog, limits: dict[str, Any]) -> None:
+    """Load a trivial checkpoint once, then forget it. A process forked from a lane host copies
+    each page it first writes to, and its first load writes to those of the import system and
+    the compiler: about a millisecond here, which this takes off the first real load. Call it
+    before hardening (it writes a scratch directory under the temporary directory) and before
+    any real checkpoint arrives; nothing of it stays behind."""
+    scratch = Path(tempfile.mkdtemp(prefix="rehearsal-"))
+    try:
+        write_checkpoint(_REHEARSAL_FILES, scratch / "system")
+        empty = Load(files=[], tree_hash="", obs_space={}, action_space={}, env_meta={})
+        loader = CheckpointLoader(scratch / "system", empty, watchdog, limits)
+        loader.first()
+        loader.forget()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

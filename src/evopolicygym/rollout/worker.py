@@ -56,7 +56,7 @@ from evopolicygym.sandbox import (
 
 from ._capture import Watchdog
 from ._episode import play_episode
-from ._loader import CheckpointLoader, write_checkpoint
+from ._loader import CheckpointLoader, rehearse_load, write_checkpoint
 from ._lockstep import LockstepRunner, Zygote
 from ._recorder import EpisodeRecorder
 from ._sealed import MARKER, run_zygote
@@ -115,6 +115,7 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     if problem is None:
         if spec.adapter in REHEARSED_ADAPTERS:
             _rehearse(world, limits, watchdog, channel.encode)
+        rehearse_load(watchdog, limits)
         # Processes the environment started for itself (a browser driver): never the policy's.
         environment = set(children(os.getpid()))
         system = Path(tempfile.mkdtemp(prefix="policy-")) / "system"
