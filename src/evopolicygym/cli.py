@@ -17,8 +17,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
 if TYPE_CHECKING:
     from evopolicygym.protocol import RunConfig
 
@@ -665,8 +663,10 @@ def main(argv: list[str] | None = None) -> int:
 def _report_error(exc: Exception) -> int:
     """Print an error the user can act on as one line and return the exit status (1 for a
     missing setting, 2 otherwise); anything else is a bug and propagates with its traceback.
-    The error classes are imported here, not up front: ``run`` starts its worker lanes before
-    it imports the judge and the agent adapters."""
+    The error classes are imported here, not up front: ``run`` starts its isolation probe
+    before it imports pydantic, and its worker lanes before the judge and the agent adapters."""
+    from pydantic import ValidationError
+
     from evopolicygym.agents import AgentCommandError, JailUnavailable
     from evopolicygym.cases import SplitError
     from evopolicygym.envs import MissingExtraError, UnknownEnvironmentError
