@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -509,10 +510,11 @@ def test_a_lane_validates_its_share_of_the_next_checkpoint_without_waiting_for_t
         [slow_first, fast],
         jobs=2,
         on_episode=lambda number, result: ended.append((number, result.index)),
-        on_outcome=lambda number, outcome: settled.append(number),
+        on_outcome=lambda number, outcome: settled.append((number, threading.current_thread())),
     )
     assert ended.index((1, 1)) < ended.index((0, 0))
-    assert settled == [0, 1]
+    # Outcomes are reported by the calling thread (the judge journals them there).
+    assert settled == [(0, threading.current_thread()), (1, threading.current_thread())]
     assert [[r.episode_return for r in outcome] for outcome in outcomes] == [
         [(100 + i) % 8 + float(action) for i in range(2)] for action in (1, 2)
     ]

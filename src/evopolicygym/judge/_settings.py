@@ -66,8 +66,8 @@ class EpisodeRunner(Protocol):
         on_outcome: Callable[[int, list[EpisodeResult] | InitFailure], None] | None = None,
     ) -> list[list[EpisodeResult] | InitFailure]:
         """The outcome of each checkpoint, in order; ``on_outcome(number, outcome)`` is called
-        as each is done (never two calls at once), ``on_episode(number, result)`` as episodes
-        end."""
+        from the calling thread as each is done, ``on_episode(number, result)`` (from any
+        thread) as episodes end."""
         ...
 
     def prewarm(self) -> None: ...

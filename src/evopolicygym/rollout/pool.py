@@ -16,6 +16,7 @@ constructed fails the whole call with its :class:`LoadFailed` verdict.
 from __future__ import annotations
 
 import itertools
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -513,17 +514,21 @@ class WorkerPool:
         Episodes are dealt as in :meth:`run` (a checkpoint's episode ``i`` to lane
         ``i % jobs``), and each lane plays its share of one checkpoint after the other without
         waiting for the other lanes in between: only the last checkpoint's shares end
-        unevenly. ``on_episode(number, result)`` is called as episodes end, and
-        ``on_outcome(number, outcome)`` as soon as checkpoint ``number`` is done (both from
-        lane threads; ``on_outcome`` calls never overlap). A checkpoint that fails to load on
-        one lane is skipped by the lanes that have not started it yet."""
+        unevenly. ``on_episode(number, result)`` is called from lane threads as episodes end;
+        ``on_outcome(number, outcome)`` from the calling thread, as soon as checkpoint
+        ``number`` is done, so that nothing is reported once the caller is interrupted (lanes
+        that are being stopped end their episodes with errors). A checkpoint that fails to
+        load on one lane is skipped by the lanes that have not started it yet."""
         request = RunEpisodes(tasks=[], max_steps=max_steps, record=False)
         lanes = min(self.jobs, max((len(tasks) for _, tasks in checkpoints), default=0))
         results: list[dict[int, EpisodeDone]] = [{} for _ in checkpoints]
         failures: list[dict[int, LoadFailed]] = [{} for _ in checkpoints]
         unfinished = [min(lanes, len(tasks)) for _, tasks in checkpoints]
-        # A checkpoint without episodes is done before it starts.
         outcomes: list[list[EpisodeDone] | LoadFailed] = [[] for _ in checkpoints]
+        settled: queue.SimpleQueue[int | BaseException] = queue.SimpleQueue()
+        for number, left in enumerate(unfinished):
+            if not left:  # no episodes: done before it starts
+                settled.put(number)
         lock = threading.Lock()
 
         def settle(number: int) -> None:
@@ -532,33 +537,44 @@ class WorkerPool:
             if unfinished[number]:
                 return
             job_failures, tasks = failures[number], checkpoints[number][1]
-            outcome = (
-                job_failures[min(job_failures)]
-                if job_failures
-                else [results[number][task.index] for task in tasks]
-            )
-            outcomes[number] = outcome
+            if job_failures:
+                outcomes[number] = job_failures[min(job_failures)]
+            else:
+                outcomes[number] = [results[number][task.index] for task in tasks]
+            settled.put(number)
+
+        def play(number: int) -> None:
+            lane = self.lanes[number]
+            try:
+                for checkpoint, (job, tasks) in enumerate(checkpoints):
+                    if number >= len(tasks):
+                        continue
+                    if not failures[checkpoint]:
+                        share = _shares(tasks, lanes)[number]
+                        played = self._run_sealed(
+                            lane, job, share, request, failures[checkpoint], number
+                        )
+                        for result in played:
+                            with lock:
+                                results[checkpoint][result.index] = result
+                            if on_episode:
+                                on_episode(checkpoint, result)
+                    with lock:
+                        settle(checkpoint)
+            except BaseException as exc:  # a bug: the caller raises it instead of waiting
+                settled.put(exc)
+
+        threads = [threading.Thread(target=play, args=(n,), daemon=True) for n in range(lanes)]
+        for thread in threads:
+            thread.start()
+        for _ in checkpoints:
+            number = settled.get()
+            if isinstance(number, BaseException):
+                raise number
             if on_outcome:
-                on_outcome(number, outcome)
-
-        def lane(number: int) -> None:
-            for checkpoint, (job, tasks) in enumerate(checkpoints):
-                share = _shares(tasks, lanes)[number] if number < len(tasks) else None
-                if share is None:
-                    continue
-                if not failures[checkpoint]:
-                    played = self._run_sealed(
-                        self.lanes[number], job, share, request, failures[checkpoint], number
-                    )
-                    for result in played:
-                        with lock:
-                            results[checkpoint][result.index] = result
-                        if on_episode:
-                            on_episode(checkpoint, result)
-                with lock:
-                    settle(checkpoint)
-
-        _in_threads(lane, ((number,) for number in range(lanes)))
+                on_outcome(number, outcomes[number])
+        for thread in threads:
+            thread.join()
         return outcomes
 
     def _run_train(self, lane: _Lane, job, share, request, failures, number):
