@@ -59,3 +59,10 @@ def test_a_rehearsed_load_leaves_nothing_behind(tmp_path, monkeypatch, watchdog)
     assert failure is None and policy.n == 7
     loader.forget()
     assert set(sys.modules) == modules and sys.meta_path == finders and sys.path == path
+
+
+def test_a_rehearsal_with_nowhere_to_write_changes_nothing(tmp_path, monkeypatch, watchdog):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    modules, path = set(sys.modules), list(sys.path)
+    rehearse_load(watchdog, LimitsSection().model_dump())
+    assert set(sys.modules) == modules and sys.path == path

@@ -196,12 +196,19 @@ def rehearse_load(watchdog: Watchdog, limits: dict[str, Any]) -> None:
     the compiler: about a millisecond here, which this takes off the first real load. Call it
     before hardening (it writes a scratch directory under the temporary directory) and before
     any real checkpoint arrives; nothing of it stays behind."""
-    scratch = Path(tempfile.mkdtemp(prefix="rehearsal-"))
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix="rehearsal-"))
+    except OSError:
+        return  # nowhere to write: the first real load pays for the pages instead
     try:
         write_checkpoint(_REHEARSAL_FILES, scratch / "system")
         empty = Load(files=[], tree_hash="", obs_space={}, action_space={}, env_meta={})
         loader = CheckpointLoader(scratch / "system", empty, watchdog, limits)
-        loader.first()
-        loader.forget()
+        try:
+            loader.first()
+        finally:
+            loader.forget()
+    except OSError:
+        pass
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
