@@ -57,6 +57,33 @@ def test_fixed_actions_replay_identically_on_a_fresh_instance():
     assert _episode(one, 5, actions) == _episode(two, 5, actions)
 
 
+def test_mujoco_siblings_share_the_model_and_play_what_worlds_of_their_own_play():
+    spec = get_env("gym/halfcheetah5")
+    first = spec.make_world()
+    sibling = first.sibling()
+    assert sibling.env.unwrapped.model is first.env.unwrapped.model
+    assert sibling.env.unwrapped.data is not first.env.unwrapped.data
+    actions = [[0.9, -0.4, 0.3, -1.0, 0.6, 0.1], [-0.7, 0.8, -0.2, 0.5, -0.9, 1.0]]
+    # Stepped turn about, as lock-step slots are, each plays what a world alone plays.
+    worlds, seeds = [first, sibling], [11, 12]
+    rows = [[world.observe(world.reset(seed))] for world, seed in zip(worlds, seeds, strict=True)]
+    for step in range(40):
+        for world, played in zip(worlds, rows, strict=True):
+            turn = world.step(actions[step % 2])
+            played.append((world.observe(turn.obs), turn.reward, turn.terminated, turn.truncated))
+    alone = spec.make_world()
+    assert rows == [_episode(alone, seed, actions, limit=40) for seed in seeds]
+    assert rows[0] != rows[1]
+
+
+def test_other_worlds_siblings_are_built_anew():
+    for env_id in ("gym/pendulum", "gym/cartpole"):
+        world = get_env(env_id).make_world()
+        sibling = world.sibling()
+        assert sibling.env.unwrapped is not world.env.unwrapped
+        assert _episode(sibling, 5, [0]) == _episode(get_env(env_id).make_world(), 5, [0])
+
+
 def test_observations_and_samples_are_json_safe_and_match_the_schema():
     spec = get_env("gym/cartpole")
     world = spec.make_world()

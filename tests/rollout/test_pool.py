@@ -809,6 +809,25 @@ class Policy:
 """
 
 
+CHEETAH = """
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): pass
+    def act(self, obs):
+        return [max(-1.0, min(1.0, 3.0 * value)) for value in obs[2:8]]
+"""
+
+
+def test_sealed_mujoco_slots_sharing_one_model_give_what_train_episodes_give(tmp_path):
+    # The sealed worker's further slots share the first world's compiled MuJoCo model, each
+    # with simulation data of its own: interleaved episodes stay those played alone.
+    seeds = [40 + i for i in range(6)]
+    train, sealed = train_then_sealed(tmp_path, "gym/halfcheetah5", CHEETAH, seeds, 120)
+    assert [r.error for r in sealed] == [None] * len(seeds)
+    assert [r.episode_return for r in sealed] == [r.episode_return for r in train]
+    assert len({r.episode_return for r in train}) == len(seeds)
+
+
 def test_sealed_float_actions_travel_as_one_block_and_step_as_they_do_in_train(tmp_path):
     # Lists of floats (most rounds) arrive as one float64 block, coerced together; other
     # rounds as lists. In range, clipped, NaN: every episode gives what the train worker gives.

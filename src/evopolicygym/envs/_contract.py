@@ -35,7 +35,10 @@ class World(Protocol):
     an attribute ``coerce_rows``: None, or a function taking a float64 array whose rows are
     actions in list form and returning, per row, ``(action, invalid)`` as ``step`` would coerce
     it; ``step(action, invalid)`` then steps with that action as it is (hidden evaluation
-    receives a round's actions as one block of bytes when they are lists of floats).
+    receives a round's actions as one block of bytes when they are lists of floats). It MAY
+    have a method ``sibling() -> World``: another world of the same spec, which may share with
+    this one what neither ever writes (a compiled simulator model); hidden evaluation builds
+    its further lock-step slots so, and each world keeps the determinism contract.
     """
 
     def reset(self, seed: int) -> Any:

@@ -236,9 +236,11 @@ def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:
     channel.send(WorkerUp(env_error=problem))
     if problem is not None:
         return _refuse_all(channel, problem)
+    # Further slots' worlds share what the first one's never changes, where it can say.
+    sibling = getattr(world, "sibling", None) or spec.make_world
     worlds = iter([world])
     runner = LockstepRunner(
-        lambda: next(worlds, None) or spec.make_world(),
+        lambda: next(worlds, None) or sibling(),
         zygote,
         marker,
         config.limits,
