@@ -234,7 +234,8 @@ def _answer(
             took.append(now - then + spent.get(slot, 0.0) if spent else now - then)
             then = now
         block = None if errors else float_rows(actions)
-        if block is None:
+        # A round of Python ints (a discrete action space) is already JSON-safe as it is.
+        if block is None and set(map(type, actions)) != {int}:
             for number, (slot, _obs, _seconds) in enumerate(step.acts):
                 # Converting may run policy code (an object's repr): the marker names its slot.
                 running[0] = slot
