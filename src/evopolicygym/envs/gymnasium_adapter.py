@@ -193,8 +193,8 @@ class GymnasiumWorld:
         """Another world of this spec. Gymnasium's own MuJoCo environments (not rendering)
         share this world's compiled model and get simulation data of their own: a sealed
         worker stepping 32 of them round after round then keeps one model in cache instead of
-        32 (HalfCheetah's is 0.5 MB; stepping went about 10% faster). Episodes are those of a
-        model of their own: both are compiled from the same file and never written again."""
+        32 (HalfCheetah's is 0.5 MB; see docs/performance.md). Episodes are those of a model of
+        their own: both are compiled from the same file and never written again."""
         world = GymnasiumWorld(self._spec)
         inner, template = world._env.unwrapped, self._env.unwrapped
         if not self._recreate and type(inner) is type(template) and _model_is_read_only(inner):
