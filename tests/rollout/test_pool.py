@@ -654,6 +654,14 @@ def train_then_sealed(
     return train, sealed
 
 
+def assert_sealed_replays_train(train: list, sealed: list) -> None:
+    """Every sealed episode ran without error and returned what its train episode returned;
+    the episodes all differ, so that equal returns say something."""
+    assert [r.error for r in sealed] == [None] * len(train)
+    assert [r.episode_return for r in sealed] == [r.episode_return for r in train]
+    assert len({r.episode_return for r in train}) == len(train)
+
+
 def test_lock_step_hidden_evaluation_gives_what_one_episode_at_a_time_gives(tmp_path):
     # Sealed evaluation plays 12 episodes side by side on one worker; each slot has its own
     # module globals and random streams, so every return equals the train worker's, which
@@ -823,9 +831,7 @@ def test_sealed_mujoco_slots_sharing_one_model_give_what_train_episodes_give(tmp
     # with simulation data of its own: interleaved episodes stay those played alone.
     seeds = [40 + i for i in range(6)]
     train, sealed = train_then_sealed(tmp_path, "gym/halfcheetah5", CHEETAH, seeds, 120)
-    assert [r.error for r in sealed] == [None] * len(seeds)
-    assert [r.episode_return for r in sealed] == [r.episode_return for r in train]
-    assert len({r.episode_return for r in train}) == len(seeds)
+    assert_sealed_replays_train(train, sealed)
 
 
 def test_sealed_float_actions_travel_as_one_block_and_step_as_they_do_in_train(tmp_path):
@@ -833,9 +839,7 @@ def test_sealed_float_actions_travel_as_one_block_and_step_as_they_do_in_train(t
     # rounds as lists. In range, clipped, NaN: every episode gives what the train worker gives.
     seeds = [700 + i for i in range(10)]
     train, sealed = train_then_sealed(tmp_path, "gym/pendulum", MIXED_ACTIONS, seeds, 200)
-    assert [r.error for r in sealed] == [None] * len(seeds)
-    assert [r.episode_return for r in sealed] == [r.episode_return for r in train]
-    assert len({r.episode_return for r in train}) == len(seeds)
+    assert_sealed_replays_train(train, sealed)
 
 
 FORGED_BLOCK = """
