@@ -51,3 +51,20 @@ def test_a_subreaper_is_childless_only_once_every_descendant_is_gone():
     # The orphaned grandchild is found and killed; the exited child, a zombie until then, is
     # signalled and reaped with it.
     assert done.stdout.split() == ["[True,", "False,", "True]", "2"]
+
+
+KILLS_A_CHILD = """
+import os, subprocess
+from evopolicygym.sandbox._proctree import kill_descendants
+child = subprocess.Popen(["sleep", "300"])
+killed = kill_descendants(os.getpid())
+print(killed, os.waitpid(child.pid, os.WNOHANG)[0] == child.pid)
+"""
+
+
+def test_killed_descendants_have_exited_when_the_kill_returns():
+    # The parent can reap its killed child at once, and the child counts once: a zombie stays
+    # listed among the parent's children, but is not killed again and again.
+    done = subprocess.run([sys.executable, "-c", KILLS_A_CHILD], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "True"]

@@ -93,19 +93,36 @@ def kill_all(pids: Iterable[int]) -> tuple[int, set[int]]:
 
 def kill_descendants(pid: int, rounds: int = 64) -> int:
     """Kill every descendant of ``pid`` (not ``pid`` itself), repeating while a fork races
-    the kill. Returns how many processes were killed."""
-    killed = 0
+    the kill, until every one has exited (a zombie left for its parent to reap, which it can
+    then do at once). Returns how many processes were killed."""
+    killed: set[int] = set()
     for _ in range(rounds):
-        found = descendants(pid)
+        found = _running(descendants(pid))
         if not found:
             break
         # Stop them first so that none can fork between the listing and the kill.
         for child in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(child, signal.SIGSTOP)
-        signalled, _refused = kill_all(descendants(pid) or found)
-        killed += signalled
-    return killed
+        targets = _running(descendants(pid)) or found
+        _signalled, refused = kill_all(targets)
+        killed.update(child for child in targets if child not in refused)
+    return len(killed)
+
+
+def _running(pids: list[int]) -> list[int]:
+    """Those of ``pids`` that have not exited: a zombie stays listed among its parent's children
+    until the parent reaps it, but can neither run nor fork."""
+    running = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            running.append(pid)
+    return running
 
 
 def reap(pid: int = -1) -> list[tuple[int, int]]:
