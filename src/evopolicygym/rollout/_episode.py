@@ -85,9 +85,12 @@ def play_episode(
         observe, env_step, act = world.observe, world.step, policy.act
         clock, inf = time.monotonic, math.inf
         acting, stepping = EpisodeErrorKind.ACT_ERROR, EpisodeErrorKind.ENV_ERROR
-        record, keep_visible = None, 0
+        keep_visible = 0
         if recorder is not None:
-            record, keep_visible = recorder.steps.append, recorder.visible_steps(obs)
+            keep_visible = recorder.visible_steps(obs)
+            record_obs, record_visible = recorder.observations.append, recorder.visible.append
+            record_action, record_info = recorder.actions.append, recorder.infos.append
+            record_reward = recorder.rewards.append
         for step in range(max_steps):
             visible = observe(obs)
             kind = acting
@@ -98,12 +101,19 @@ def play_episode(
             finally:
                 watchdog.deadline = inf
             kind = stepping
-            turn = env_step(action)
-            total += turn.reward
-            if record is not None:
-                record((obs, visible if step < keep_visible else None, action, turn))
-            obs = turn.obs
-            if turn.terminated or turn.truncated:
+            next_obs, reward, terminated, truncated, info = env_step(action)
+            total += reward
+            if recorder is not None:
+                record_obs(obs)
+                if step < keep_visible:
+                    record_visible(visible)
+                record_action(action)
+                record_info(info)
+                record_reward(reward)
+            obs = next_obs
+            if terminated or truncated:
+                if recorder is not None:
+                    recorder.ended = (terminated, truncated)
                 break
         length = step + 1
     except PolicyTimeout as exc:

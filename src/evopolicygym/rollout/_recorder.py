@@ -22,51 +22,55 @@ class EpisodeRecorder:
     """Collects the steps of one episode. ``obs_external`` forces external observation storage;
     ``compress_images`` stores uint8 stacks as a compressed ``.npz``.
 
-    One tuple per step (the cheapest thing to append); columns are split off at the end."""
+    The episode loop appends to the columns itself (a method call per step would cost more than
+    the appends), ``rewards`` last: its length is the number of steps recorded. Only the last
+    step can have ended the episode, so its flags are all that is kept of them (:attr:`ended`);
+    no per-step row or turn stays alive, which spares the garbage collector."""
 
     def __init__(self, observe, *, obs_external: bool, compress_images: bool):
         self.observe = observe
         self.obs_external = obs_external
         self.compress_images = compress_images
-        self.steps: list[tuple[Any, Any, Any, Any]] = []
+        self.observations: list[Any] = []  # raw, as the environment returned them
+        self.visible: list[Any] = []  # the policy's form, for the first :meth:`visible_steps`
+        self.actions: list[Any] = []  # as the policy returned them
+        self.infos: list[dict[str, Any]] = []
+        self.rewards: list[float] = []
+        self.ended = (False, False)  # (terminated, truncated) of the last step
         # The policy's (list) form of an observation is kept only while the episode's
         # observations could still stay inline: an image's list form costs megabytes a step.
         # Observations of a space have one size, so the first one says how many steps fit.
         self.inline_steps: int | None = 0 if obs_external else None
 
     def visible_steps(self, first_obs: Any) -> int:
-        """How many steps keep the policy's form of their observation, given the episode's
-        first raw observation. The episode loop appends ``(raw_obs, visible or None, action,
-        turn)`` to :attr:`steps` itself: a method call per step would cost more than the
-        append."""
+        """How many steps keep the policy's form of their observation in :attr:`visible`, given
+        the episode's first raw observation."""
         if self.inline_steps is None:
             self.inline_steps = EXTERNALIZE_BYTES // max(_nbytes(first_obs), 1)
         return self.inline_steps
 
     def __len__(self) -> int:
-        return len(self.steps)
+        return len(self.rewards)
 
     def finish(self) -> tuple[Steps, bytes, str | None]:
         """``(steps, observation file bytes, "npy" | "npz" | None)``."""
-        # Columns by transposition (in C): one pass instead of one per field.
-        raw, visible, actions, turns = _columns(self.steps, 4)
-        _, rewards, terminated, truncated, infos = _columns(turns, 5)
+        count = len(self.rewards)
+        # A step interrupted between its appends (a MemoryError) is not recorded.
+        raw, actions, infos = self.observations[:count], self.actions[:count], self.infos[:count]
+        terminated, truncated = [False] * count, [False] * count
+        if count:
+            terminated[-1], truncated[-1] = self.ended
         observations, obs_format = externalize(
             raw, always=self.obs_external, compress_images=self.compress_images
         )
         if observations is not None:
             column: list[Any] = []
-        elif self.inline_steps is not None and len(raw) <= self.inline_steps:
-            column = visible
+        elif self.inline_steps is not None and count <= self.inline_steps:
+            column = self.visible[:count]
         else:  # large but not stackable (ragged): inline after all
             column = [self.observe(obs) for obs in raw]
-        steps = Steps(column, actions, rewards, terminated, truncated, infos)
+        steps = Steps(column, actions, self.rewards, terminated, truncated, infos)
         return steps, observations or b"", obs_format
-
-
-def _columns(rows: list[Any], width: int) -> list[list[Any]]:
-    # Every row has ``width`` fields: a strict zip would only add a check per column.
-    return [list(column) for column in zip(*rows, strict=False)] or [[] for _ in range(width)]
 
 
 def _nbytes(obs: Any) -> int:
