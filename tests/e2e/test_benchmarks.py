@@ -82,6 +82,36 @@ def test_the_episode_loop_benchmark_prints_harness_over_plain_for_the_same_episo
     assert abs(ratio - harness / plain) < 0.01 + 0.001 / plain  # rounding of the printed seconds
 
 
+def test_the_train_step_benchmark_builds_the_loop_up_from_a_plain_one_rung_by_rung():
+    script = SCRIPT.with_name("train_step_costs.py")
+    done = subprocess.run(
+        [sys.executable, str(script), "--env", "gym/cartpole", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gym/cartpole: 16 episodes, 8000 steps, fastest of 1" in done.stdout
+    rows = re.findall(
+        r"^\| ([^|]+?) \| ([\d.]+) \| ([+-][\d.]+) \| ([\d.]+) \|$", done.stdout, re.M
+    )
+    assert [name for name, *_ in rows] == [
+        "plain",
+        "innermost step",
+        "+ observation as list",
+        "+ action coercion",
+        "+ info conversion",
+        "world.step",
+        "play_episode",
+        "+ recording",
+    ]
+    plain = float(rows[0][1])
+    assert rows[0][2:] == ("+0.00", "1.000")
+    for _name, per_step, over, ratio in rows:
+        assert abs(float(over) - (float(per_step) - plain)) < 0.016  # three roundings
+        assert abs(float(ratio) - float(per_step) / plain) < 0.002
+
+
 @pytest.mark.parametrize("kind", [[], ["--sealed"]], ids=["train", "sealed"])
 def test_the_lane_cpu_benchmark_compares_a_claimed_lane_with_a_placed_one(kind):
     script = SCRIPT.with_name("lane_cpus.py")
