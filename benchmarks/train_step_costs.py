@@ -61,7 +61,11 @@ def rungs(env_id: str, seeds: list[int], watchdog: Watchdog) -> dict[str, Callab
                     break
         return time.perf_counter() - started
 
-    def innermost(as_list: bool, coerced: bool, converted: bool) -> Callable[[], float]:
+    def stepping(
+        step: Callable[[object], tuple], as_list: bool, coerced: bool, converted: bool
+    ) -> Callable[[], float]:
+        """Episodes stepped by ``step`` (the innermost one, or the world's whole step)."""
+
         def play() -> float:
             started = time.perf_counter()
             for index, seed in enumerate(seeds):
@@ -71,7 +75,7 @@ def rungs(env_id: str, seeds: list[int], watchdog: Watchdog) -> dict[str, Callab
                     action = policy.act(observe(obs) if as_list else obs)
                     if coerced:
                         action, _invalid = coerce(action)
-                    obs, _r, terminated, truncated, info = inner(action)
+                    obs, _r, terminated, truncated, info = step(action)
                     if converted:
                         to_jsonsafe(info)
                     if terminated or truncated:
@@ -79,17 +83,6 @@ def rungs(env_id: str, seeds: list[int], watchdog: Watchdog) -> dict[str, Callab
             return time.perf_counter() - started
 
         return play
-
-    def world_step() -> float:
-        started = time.perf_counter()
-        for index, seed in enumerate(seeds):
-            obs = world.reset(seed)
-            policy.reset(index)
-            for _ in range(steps):
-                obs, _r, terminated, truncated, _i = world.step(policy.act(observe(obs)))
-                if terminated or truncated:
-                    break
-        return time.perf_counter() - started
 
     def episodes(record: bool) -> Callable[[], float]:
         def play() -> float:
@@ -114,11 +107,11 @@ def rungs(env_id: str, seeds: list[int], watchdog: Watchdog) -> dict[str, Callab
 
     return {
         "plain": plain,
-        "innermost step": innermost(False, False, False),
-        "+ observation as list": innermost(True, False, False),
-        "+ action coercion": innermost(True, True, False),
-        "+ info conversion": innermost(True, True, True),
-        "world.step": world_step,
+        "innermost step": stepping(inner, False, False, False),
+        "+ observation as list": stepping(inner, True, False, False),
+        "+ action coercion": stepping(inner, True, True, False),
+        "+ info conversion": stepping(inner, True, True, True),
+        "world.step": stepping(world.step, True, False, False),
         "play_episode": episodes(False),
         "+ recording": episodes(True),
     }

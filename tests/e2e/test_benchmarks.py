@@ -64,15 +64,16 @@ def test_the_throughput_benchmark_prints_its_table_and_the_toy_run_phases_per_le
     assert verdict.groups() == (("1", "yes") if toy < 1.0 else ("0", "no"))
 
 
-def test_the_episode_loop_benchmark_prints_harness_over_plain_for_the_same_episodes():
-    script = SCRIPT.with_name("episode_loop.py")
-    done = subprocess.run(
-        [sys.executable, str(script), "--env", "gym/cartpole", "--repeats", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def run_once_on_cartpole(script: str) -> subprocess.CompletedProcess:
+    """``benchmarks/<script> --env gym/cartpole --repeats 1``, which must succeed."""
+    command = [sys.executable, str(SCRIPT.with_name(script)), "--env", "gym/cartpole"]
+    done = subprocess.run([*command, "--repeats", "1"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_the_episode_loop_benchmark_prints_harness_over_plain_for_the_same_episodes():
+    done = run_once_on_cartpole("episode_loop.py")
     row = re.search(
         r"^\| gym/cartpole \| 16 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", done.stdout, re.M
     )
@@ -83,14 +84,7 @@ def test_the_episode_loop_benchmark_prints_harness_over_plain_for_the_same_episo
 
 
 def test_the_train_step_benchmark_builds_the_loop_up_from_a_plain_one_rung_by_rung():
-    script = SCRIPT.with_name("train_step_costs.py")
-    done = subprocess.run(
-        [sys.executable, str(script), "--env", "gym/cartpole", "--repeats", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_once_on_cartpole("train_step_costs.py")
     assert "gym/cartpole: 16 episodes, 8000 steps, fastest of 1" in done.stdout
     rows = re.findall(
         r"^\| ([^|]+?) \| ([\d.]+) \| ([+-][\d.]+) \| ([\d.]+) \|$", done.stdout, re.M
