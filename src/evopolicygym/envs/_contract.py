@@ -27,18 +27,20 @@ class World(Protocol):
     Determinism contract: after ``reset(seed)``, the same sequence of actions yields the same
     observations, rewards and flags, whatever episodes ran on this instance before.
 
-    A world MAY have a boolean attribute ``keep_info``: hidden evaluation sets it to False, and
-    ``step`` may then return an empty ``info`` (nothing is recorded there). It MAY have a method
+    A world MAY have a method ``advance(action, coerced) -> (obs, reward, ended)``: what
+    :meth:`step` does, for hidden evaluation, which records nothing: no info is made, and
+    ``ended`` is ``terminated or truncated``; ``coerced`` says that ``action`` comes from
+    ``coerce_rows`` (a member of the action space as it is). It MAY have a method
     ``observe_stack(observations) -> numpy array | None``: the observations as one array whose
     rows' ``tolist()`` are what :meth:`observe` gives, or None when they are not such arrays
     (hidden evaluation then sends a round's observations as one block of bytes). It MAY have
     an attribute ``coerce_rows``: None, or a function taking a float64 array whose rows are
-    actions in list form and returning, per row, ``(action, invalid)`` as ``step`` would coerce
-    it; ``step(action, invalid)`` then steps with that action as it is (hidden evaluation
-    receives a round's actions as one block of bytes when they are lists of floats). It MAY
-    have a method ``sibling() -> World``: another world of the same spec, which may share with
-    this one what neither ever writes (a compiled simulator model); hidden evaluation builds
-    its further lock-step slots so, and each world keeps the determinism contract.
+    actions in list form and returning, per row, the action as ``step`` would coerce it
+    (hidden evaluation receives a round's actions as one block of bytes when they are lists of
+    floats). It MAY have a method ``sibling() -> World``: another world of the same spec,
+    which may share with this one what neither ever writes (a compiled simulator model);
+    hidden evaluation builds its further lock-step slots so, and each world keeps the
+    determinism contract.
     """
 
     def reset(self, seed: int) -> Any:

@@ -123,8 +123,6 @@ class GymnasiumWorld:
         self.coerce_rows = rows_coercer(self._env.action_space)
         # ``observe(obs)``: the policy's (JSON-safe) form of an observation, every step.
         self.observe = _observer(self._env.observation_space)
-        # False: ``step`` leaves ``info`` empty (hidden evaluation records nothing).
-        self.keep_info = True
         self._done = True
         self._last_obs: Any = None
 
@@ -146,19 +144,16 @@ class GymnasiumWorld:
         self._last_obs = obs
         return obs
 
-    def step(self, action: Any, invalid: bool | None = None) -> Turn:
-        """``World.step``; with ``invalid``, ``action`` comes from :attr:`coerce_rows` (already
-        coerced, and ``invalid`` says whether that changed it)."""
+    def step(self, action: Any) -> Turn:
         if self._done:
             return Turn(self._last_obs, 0.0, True, False, {"already_done": True})
-        if invalid is None:
-            action, invalid = self._coerce(action)
+        action, invalid = self._coerce(action)
         obs, reward, terminated, truncated, raw_info = self._step_env(action)
         if self._time_limit is not None:  # what the TimeLimit wrapper stepped past would do
             self._elapsed = elapsed = self._elapsed + 1
             if elapsed >= self._time_limit:
                 truncated = True
-        if raw_info and self.keep_info:
+        if raw_info:
             info = to_jsonsafe(raw_info)
             if not isinstance(info, dict):
                 info = {"gym_info": info}
@@ -175,6 +170,23 @@ class GymnasiumWorld:
         self._last_obs = obs
         # tuple.__new__: half the cost of the named tuple's own constructor, every step.
         return _new_turn(Turn, (obs, reward, bool(terminated), bool(truncated), info))
+
+    def advance(self, action: Any, coerced: bool) -> tuple[Any, float, bool]:
+        """``World.advance``: :meth:`step` without the info, for hidden evaluation."""
+        if self._done:
+            return self._last_obs, 0.0, True
+        if not coerced:
+            action = self._coerce(action)[0]
+        obs, reward, terminated, truncated, _info = self._step_env(action)
+        if self._time_limit is not None:
+            self._elapsed = elapsed = self._elapsed + 1
+            if elapsed >= self._time_limit:
+                truncated = True
+        if type(reward) is not float:
+            reward = float(reward) if isinstance(reward, float) else self._scalar_reward(reward, {})
+        self._done = ended = bool(terminated or truncated)
+        self._last_obs = obs
+        return obs, reward, ended
 
     @staticmethod
     def _scalar_reward(reward: Any, info: dict[str, Any]) -> float:

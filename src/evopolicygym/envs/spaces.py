@@ -33,8 +33,9 @@ FULL_BOUNDS_LIMIT = 32
 
 # A coercer maps a policy's action to (a value the space contains, whether it had to change it).
 Coercer = Callable[[Any], tuple[Any, bool]]
-# A rows coercer does that for many actions at once, given as the rows of a float64 array.
-RowsCoercer = Callable[[np.ndarray], list[tuple[Any, bool]]]
+# A rows coercer maps many actions at once, given as the rows of a float64 array, to values the
+# space contains.
+RowsCoercer = Callable[[np.ndarray], list[Any]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,24 +317,24 @@ def rows_coercer(space: spaces.Space) -> RowsCoercer | None:
     """For a one-dimensional float Box (None for any other space): a function coercing a
     round of actions at once, given as the rows of a float64 array (the lists of floats the
     policies returned). Row ``i`` comes out exactly as :func:`action_coercer` makes row ``i``'s
-    list: rows within bounds are cast together (each a view of one array), the others take the
-    one-action path."""
+    list (without saying whether that changed it): rows within bounds are cast together (each
+    a view of one array), the others take the one-action path."""
     if not (isinstance(space, spaces.Box) and len(space.shape) == 1 and space.dtype.kind == "f"):
         return None
     single = action_coercer(space)
     dtype, width = space.dtype, space.shape[0]
     low, high = space.low.astype(np.float64), space.high.astype(np.float64)
 
-    def coerce_rows(values: np.ndarray) -> list[tuple[Any, bool]]:
+    def coerce_rows(values: np.ndarray) -> list[Any]:
         if values.ndim != 2 or values.shape[1] != width:
-            return [single(row) for row in values.tolist()]
+            return [single(row)[0] for row in values.tolist()]
         inside = ((values >= low) & (values <= high)).all(axis=1)  # NaN is outside
         cast = values.astype(dtype)
         if inside.all():
-            return [(row, False) for row in cast]
+            return list(cast)
         rows = values.tolist()
         return [
-            (cast[number], False) if ok else single(rows[number])
+            cast[number] if ok else single(rows[number])[0]
             for number, ok in enumerate(inside.tolist())
         ]
 

@@ -214,13 +214,13 @@ class _Running:
     """One slot's episode in progress (the world's methods bound once: called every step).
     ``used`` is the wall time charged to it so far (see :meth:`LockstepRunner.run`)."""
 
-    __slots__ = ("obs", "observe", "step", "steps", "task", "total", "used", "world")
+    __slots__ = ("advance", "obs", "observe", "steps", "task", "total", "used", "world")
 
     def __init__(self, task: Task, world: World, obs: Any):
         self.task = task
         self.world = world
         self.observe = world.observe
-        self.step = world.step
+        self.advance = getattr(world, "advance", None) or _advance_by_step(world)
         self.obs = obs
         self.used = 0.0
         self.total = 0.0
@@ -400,7 +400,7 @@ class LockstepRunner:
             fresh.clear()
             failed = {error.slot: error for error in acted.errors} if acted.errors else None
             actions, coerced = self._actions(acted)
-            ended = False  # an episode ended: what the policy started goes before its next call
+            any_ended = False  # what the policy started goes before its next call
             for (slot, _obs, seconds), action in zip(acts, actions, strict=True):
                 state = running[slot]
                 if failed is not None and slot in failed:
@@ -411,13 +411,10 @@ class LockstepRunner:
                             kind = EpisodeErrorKind.EPISODE_TIMEOUT
                         message = timeout_error(kind, error.call, limits)
                     finish(slot, EpisodeError(kind, message, error.traceback, state.steps))
-                    ended = True
+                    any_ended = True
                     continue
                 try:
-                    if coerced:
-                        obs, reward, terminated, truncated, _info = state.step(*action)
-                    else:
-                        obs, reward, terminated, truncated, _info = state.step(action)
+                    obs, reward, ended = state.advance(action, coerced)
                 except Exception as exc:
                     message = f"{type(exc).__name__}: {exc}"
                     error = EpisodeError(EpisodeErrorKind.ENV_ERROR, message, None, state.steps)
@@ -426,17 +423,17 @@ class LockstepRunner:
                 state.total += reward
                 state.steps = steps = state.steps + 1
                 state.obs = obs
-                if terminated or truncated or steps >= max_steps:
+                if ended or steps >= max_steps:
                     finish(slot, None)
-                    ended = True
+                    any_ended = True
             elapsed = time.monotonic() - started
             over, crowded = _charge(running, acts, acted.seconds, elapsed, wall_limit, tight)
             for slot in over:
                 message = timeout_error(EpisodeErrorKind.EPISODE_TIMEOUT, "act", limits)
                 steps = running[slot].steps
                 finish(slot, EpisodeError(EpisodeErrorKind.EPISODE_TIMEOUT, message, None, steps))
-                ended = True
-            if ended:  # once per round: the episodes of a round often end together
+                any_ended = True
+            if any_ended:  # once per round: the episodes of a round often end together
                 policy.sweep()
             crowded = crowded or tight <= 0.0
 
@@ -449,8 +446,8 @@ class LockstepRunner:
         return ArrayBlock(stacked.dtype.str, list(stacked.shape), stacked.tobytes())
 
     def _actions(self, acted: Acted) -> tuple[list[Any], bool]:
-        """The round's actions, and whether they come coerced (``(action, invalid)`` pairs for
-        ``World.step``): a block of float rows is coerced at once where the worlds can."""
+        """The round's actions, and whether they come coerced (members of the action space, for
+        ``World.advance``): a block of float rows is coerced at once where the worlds can."""
         if acted.block is None:
             return acted.actions, False
         values = np.frombuffer(acted.block.data, dtype=FLOAT64).reshape(acted.block.shape)
@@ -467,10 +464,7 @@ class LockstepRunner:
         while len(self.worlds) < wanted:
             if self.worlds and _resident_bytes() > WORLDS_MEMORY_BYTES:
                 break
-            world = self.make_world()
-            if hasattr(world, "keep_info"):
-                world.keep_info = False  # nothing is recorded in hidden evaluation
-            self.worlds.append(world)
+            self.worlds.append(self.make_world())
 
     def _recover(
         self,
@@ -493,6 +487,17 @@ class LockstepRunner:
             queue.appendleft(running.pop(slot).task)
         self.policy = None
         sweep_children({self.zygote.pid})
+
+
+def _advance_by_step(world: World) -> Callable[[Any, bool], tuple[Any, float, bool]]:
+    """``World.advance`` for a world without one: its ``step`` (which coerces any action)."""
+    step = world.step
+
+    def advance(action: Any, _coerced: bool) -> tuple[Any, float, bool]:
+        obs, reward, terminated, truncated, _info = step(action)
+        return obs, reward, terminated or truncated
+
+    return advance
 
 
 def _charge(
