@@ -14,10 +14,9 @@ Run: ``uv run python benchmarks/episode_loop.py`` (``--env``, ``--repeats``).
 
 from __future__ import annotations
 
-import argparse
 import time
 
-from judge_throughput import BATCH, POLICIES, plain_seconds, train_seeds
+from judge_throughput import BATCH, POLICIES, episode_loop_arguments, plain_seconds, train_seeds
 
 from evopolicygym.envs import get_env
 from evopolicygym.protocol import LimitsSection, Task
@@ -54,18 +53,11 @@ def harness_seconds(env_id: str, seeds: list[int], watchdog: Watchdog) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--env", action="append", help="gym/cartpole, gym/halfcheetah5 (default: both)"
-    )
-    parser.add_argument("--repeats", type=int, default=9, help="alternations (default 9)")
-    args = parser.parse_args()
+    args = episode_loop_arguments(__doc__, "alternations")
     watchdog = Watchdog()
     print("| env | episodes | plain s (min) | harness s (min) | harness / plain |")
     print("|---|---|---|---|---|")
-    for env_id in args.env or ["gym/cartpole", "gym/halfcheetah5"]:
+    for env_id in args.env:
         seeds = train_seeds(env_id)[: BATCH[env_id]]
         plain, harness = [], []
         for _ in range(args.repeats):

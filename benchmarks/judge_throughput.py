@@ -60,6 +60,21 @@ SUBMITS = 4
 VALID, HELDOUT = 64, 256
 
 
+def episode_loop_arguments(doc: str, repeats_help: str) -> argparse.Namespace:
+    """The command line of the scripts that time episode loops in one process: ``doc`` as the
+    help, ``--env`` (repeatable; both environments by default) and ``--repeats`` (9)."""
+    parser = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--env", action="append", help="gym/cartpole, gym/halfcheetah5 (default: both)"
+    )
+    parser.add_argument("--repeats", type=int, default=9, help=f"{repeats_help} (default 9)")
+    args = parser.parse_args()
+    args.env = args.env or ["gym/cartpole", "gym/halfcheetah5"]
+    return args
+
+
 # -- the agent (this script with --agent) --------------------------------------------------------
 
 

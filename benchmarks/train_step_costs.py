@@ -24,13 +24,12 @@ Run: ``uv run python benchmarks/train_step_costs.py`` (``--env``, ``--repeats``)
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
 
 import gymnasium
 from episode_loop import policy_class
-from judge_throughput import BATCH, train_seeds
+from judge_throughput import BATCH, episode_loop_arguments, train_seeds
 
 from evopolicygym.envs import get_env
 from evopolicygym.envs.gymnasium_adapter import direct_step
@@ -135,16 +134,9 @@ def count_steps(env_id: str, seeds: list[int]) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--env", action="append", help="gym/cartpole, gym/halfcheetah5 (default: both)"
-    )
-    parser.add_argument("--repeats", type=int, default=9, help="turns of every rung (default 9)")
-    args = parser.parse_args()
+    args = episode_loop_arguments(__doc__, "turns of every rung")
     watchdog = Watchdog()
-    for env_id in args.env or ["gym/cartpole", "gym/halfcheetah5"]:
+    for env_id in args.env:
         seeds = train_seeds(env_id)[: BATCH[env_id]]
         steps = count_steps(env_id, seeds)
         ladder = rungs(env_id, seeds, watchdog)
