@@ -17,7 +17,7 @@ from evopolicygym.protocol import LimitsSection, Verdict
 from evopolicygym.rollout import EpisodeTask, InitFailure, WorkerPool
 from evopolicygym.rollout import pool as pool_module
 from evopolicygym.sandbox import probe
-from support import job_from_dir, write_policy
+from support import constant_policy, job_from_dir, write_policy
 
 TOY = get_env("toy")
 # These tests reach into the policy's process through files in tmp_path: they run at the
@@ -965,3 +965,44 @@ def test_a_warm_worker_waits_on_its_lanes_cpu_and_workers_boot_on_the_others(tmp
         assert allowed[-1] == {core}
     finally:
         pool.close()
+
+
+@pytest.mark.parametrize(
+    "source", [constant_policy(1), "import no_such_module_here\n"], ids=["plays", "fails_to_load"]
+)
+def test_a_replacement_train_worker_starts_once_the_checkpoint_has_loaded(
+    tmp_path, monkeypatch, source
+):
+    # The next submit finds a warm worker whether this checkpoint played or failed to load;
+    # the replacement is spawned after the load answered (spawning it during the load delayed
+    # the judge's reading of the answer).
+    events = []
+    load, prewarm = pool_module._Worker.load, pool_module._Lane.prewarm
+
+    def timed_load(worker, job):
+        reply = load(worker, job)
+        events.append(("loaded", worker))
+        return reply
+
+    def timed_prewarm(lane):
+        events.append(("prewarm", None))
+        prewarm(lane)
+
+    monkeypatch.setattr(pool_module._Worker, "load", timed_load)
+    monkeypatch.setattr(pool_module._Lane, "prewarm", timed_prewarm)
+    write_policy(tmp_path / "ck", source)
+    pool = WorkerPool(TOY.model_dump(), 1, LimitsSection(), tmp_path / "w.log", plan=PROCESS)
+    try:
+        pool.prewarm()
+        first = pool.lanes[0].warm
+        events.clear()
+        job = job_from_dir(tmp_path / "ck", TOY, {"env": "toy"})
+        pool.run(job, [EpisodeTask(0, 100, 0)], record=True, max_steps=1)
+        deadline = time.monotonic() + 30
+        while pool.lanes[0].warm is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        replacement = pool.lanes[0].warm
+    finally:
+        pool.close()
+    assert events[:2] == [("loaded", first), ("prewarm", None)]
+    assert replacement is not None and replacement is not first

@@ -306,10 +306,10 @@ class _Lane:
         raise AssertionError("unreachable")
 
     def take_train(self) -> _Worker:
-        """The warm train worker; the next one starts in the background."""
+        """The warm train worker (one started now if none waits). The caller starts the next
+        one (:meth:`prewarm`, in the background) once this one's checkpoint is loaded."""
         with self.lock:
             worker, self.warm = self.warm, None
-        self.pool.background(self.prewarm)
         return worker or self._spawn(sealed=False)
 
     def take_sealed(self) -> _Worker:
@@ -582,8 +582,16 @@ class WorkerPool:
         started_once = False
         while pending:
             worker = lane.take_train()
+            replaced = False
             try:
                 loaded = worker.load(job)
+                if not isinstance(loaded, LoadFailed):
+                    worker.start_episodes(msgspec.structs.replace(request, tasks=pending))
+                # The replacement boots while these episodes play. Its spawn costs the judge
+                # about a millisecond of Python: started with the load, it delayed the judge's
+                # reading of the worker's answer by that much.
+                self.background(lane.prewarm)
+                replaced = True
                 if isinstance(loaded, LoadFailed):
                     if not started_once:
                         failures[number] = loaded
@@ -594,7 +602,6 @@ class WorkerPool:
                         yield _failed(task, EpisodeErrorKind.WORKER_CRASH, message)
                     return
                 started_once = True
-                worker.start_episodes(msgspec.structs.replace(request, tasks=pending))
                 wanted = {task.index for task in pending}
                 while pending:
                     result = worker.next_episode(wanted)
@@ -607,6 +614,8 @@ class WorkerPool:
                 yield _failed(pending.pop(0), died.kind, died.message)
             finally:
                 self.background(worker.close)  # a train worker serves one checkpoint only
+                if not replaced:
+                    self.background(lane.prewarm)
 
     def _run_sealed(self, lane: _Lane, job, share, request, failures, number):
         worker = lane.take_sealed()
