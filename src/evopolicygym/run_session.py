@@ -487,7 +487,11 @@ def _drive_and_finish(
 def _outcome(selection: Selection) -> Outcome:
     scores = {str(k): v for k, v in selection.val_scores.items()}
     errors = {str(k): v for k, v in selection.val_errors.items()}
-    auxiliary = {"tampered_checkpoints": selection.tampered} if selection.tampered else {}
+    auxiliary: dict[str, Any] = {}
+    if selection.tampered:
+        auxiliary["tampered_checkpoints"] = selection.tampered
+    if selection.heldout_failed:
+        auxiliary["heldout_failed_checkpoints"] = selection.heldout_failed
     heldout = selection.heldout
     if selection.best is None or heldout is None:
         return Outcome(

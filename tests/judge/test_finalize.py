@@ -12,7 +12,14 @@ from evopolicygym.cases import generate_splits
 from evopolicygym.display import FinalizeStep
 from evopolicygym.envs import get_env
 from evopolicygym.judge import Judge, JudgeSettings, Ledger
-from evopolicygym.protocol import EpisodeDone, LimitsSection, LoadFailed, Verdict
+from evopolicygym.protocol import (
+    EpisodeDone,
+    EpisodeError,
+    EpisodeErrorKind,
+    LimitsSection,
+    LoadFailed,
+    Verdict,
+)
 from evopolicygym.rollout import WorkerJob
 from evopolicygym.run_session import RunPaths
 from support import constant_policy, write_policy
@@ -20,7 +27,8 @@ from support import constant_policy, write_policy
 
 class ScriptedRunner:
     """An :class:`~evopolicygym.judge.EpisodeRunner` that plays no policy: every episode's
-    return is ``score(policy source, seed)``; a source containing ``FAIL`` fails to load."""
+    return is ``score(policy source, seed)`` (None: the episode fails with an ``act_error``);
+    a source containing ``FAIL`` fails to load."""
 
     def __init__(self, score: Callable[[str, int], float]):
         self.score = score
@@ -34,8 +42,16 @@ class ScriptedRunner:
             return LoadFailed(verdict=Verdict.INIT_ERROR, message="RuntimeError: FAIL")
         results = []
         for task in tasks:
-            done = EpisodeDone(
-                index=task.index, episode_return=self.score(source, task.seed), length=1
+            value = self.score(source, task.seed)
+            done = (
+                EpisodeDone(index=task.index, episode_return=value, length=1)
+                if value is not None
+                else EpisodeDone(
+                    index=task.index,
+                    episode_return=0.0,
+                    length=0,
+                    error=EpisodeError(EpisodeErrorKind.ACT_ERROR, "RuntimeError: skip"),
+                )
             )
             results.append(done)
             if on_episode:
@@ -180,3 +196,40 @@ def test_finalize_resumes_without_repeating_journaled_evaluations(make_judge):
     calls = len(judge.pool.calls)
     again = judge.finalize()
     assert len(judge.pool.calls) == calls and again.best == 1
+
+
+HELD_OUT = set(generate_splits(0, 8, 16, 32).heldout)
+
+
+def _skips_held_out(source: str, seed: int) -> float | None:
+    """Returns below zero (as in Pendulum); the policy of action 5 validates best and then
+    fails every held-out case on purpose (a failed episode's partial return, 0, beats
+    playing)."""
+    action = _action(source)
+    if action == 5 and seed in HELD_OUT:
+        return None
+    return -10.0 - seed % 8 + action
+
+
+def test_a_pick_failing_a_held_out_episode_is_passed_over_for_the_next_best(make_judge):
+    judge = make_judge(score=_skips_held_out)
+    _submit(judge, 1, [0])
+    _submit(judge, 5, [1])
+    selection = judge.finalize()
+    assert selection.val_scores[1] > selection.val_scores[0]
+    assert selection.heldout_failed == [1] and selection.best == 0
+    assert selection.heldout.index == 0 and selection.heldout.errors == 0
+    assert selection.heldout.mean < 0
+    assert judge.ledger.heldouts[1].errors == len(HELD_OUT)
+    # Resumed, it plays neither held-out evaluation again and picks the same.
+    calls = len(judge.pool.calls)
+    again = judge.finalize()
+    assert len(judge.pool.calls) == calls
+    assert (again.best, again.heldout_failed) == (0, [1])
+
+
+def test_a_run_whose_only_pick_fails_held_out_episodes_has_no_score(make_judge):
+    judge = make_judge(score=_skips_held_out)
+    _submit(judge, 5, [0])
+    selection = judge.finalize()
+    assert (selection.best, selection.heldout, selection.heldout_failed) == (None, None, [0])

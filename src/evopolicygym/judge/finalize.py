@@ -30,13 +30,15 @@ Progress = Callable[[FinalizeStep], None]
 
 @dataclass
 class Selection:
-    """Result of finalize: validation scores, the pick and its held-out evaluation."""
+    """Result of finalize: validation scores, the pick and its held-out evaluation, and the
+    eligible checkpoints passed over (found tampered, or failing on the held-out pool)."""
 
     val_scores: dict[int, float]
     val_errors: dict[int, int]
     best: int | None
     heldout: Evaluation | None
     tampered: list[int] = field(default_factory=list)
+    heldout_failed: list[int] = field(default_factory=list)
 
 
 class Finalizer:
@@ -59,8 +61,10 @@ class Finalizer:
     def finalize(self, progress: Progress = lambda _line: None) -> Selection:
         """Validate every ok checkpoint not yet validated, pick the best (highest validation
         mean among checkpoints with no errored validation episode; ties go to the latest
-        submit), and score it on the held-out pool; a pick found tampered is replaced by the
-        next best."""
+        submit), and score it on the held-out pool. A pick found tampered, or with an errored
+        held-out episode (or that fails to load), is passed over for the next best: a policy
+        that fails a hidden episode on purpose (a negative return avoided) never gains by it.
+        Held-out evaluations already journaled are not played again."""
         splits = self.settings.splits
         candidates = self.ledger.ok_submits()
         count = len(candidates)
@@ -87,32 +91,36 @@ class Finalizer:
             key=lambda i: (val_scores[i], i),
             reverse=True,
         )
-        heldout = self.ledger.heldout
-        best = None
+        best, heldout, failed = None, None, []
         for index in eligible:
-            if heldout is not None and heldout.index == index and heldout.mean is not None:
-                best = index
+            evaluation = self.ledger.heldouts.get(index)
+            if evaluation is None:
+                cost = next(s.cost for s in candidates if s.index == index)
+                step = FinalizeStep(index, 0, len(splits.heldout))
+                (evaluation,) = self._evaluate(
+                    "heldout", [(index, cost, step)], splits.heldout, progress
+                )
+            if evaluation.failure == Verdict.TAMPERED:
+                tampered.append(index)
+            elif evaluation.failure is not None or evaluation.errors:
+                failed.append(index)
+                self.events(
+                    "finalize.heldout_failed",
+                    submit_index=index,
+                    errors=evaluation.errors,
+                    failure=evaluation.failure,
+                )
+            else:
+                best, heldout = index, evaluation
                 break
-            if heldout is not None and heldout.index == index and heldout.failure:
-                tampered.append(index)
-                continue
-            cost = next(s.cost for s in candidates if s.index == index)
-            step = FinalizeStep(index, 0, len(splits.heldout))
-            (heldout,) = self._evaluate("heldout", [(index, cost, step)], splits.heldout, progress)
-            if heldout.failure == Verdict.TAMPERED:
-                tampered.append(index)
-                continue
-            best = index
-            break
         if best is not None:
-            checkpoints.mirror(self.paths.checkpoints / submit_dirname(best), self.paths.system)
-        return Selection(
-            val_scores,
-            val_errors,
-            best,
-            heldout if best is not None else None,
-            sorted(set(tampered)),
-        )
+            # The copy into system/ is a convenience (the score is journaled already): whatever
+            # stops it (an entry planted in the workspace) must not stop the run from closing.
+            try:
+                checkpoints.mirror(self.paths.checkpoints / submit_dirname(best), self.paths.system)
+            except OSError as exc:
+                self.events("finalize.mirror_failed", submit_index=best, error=str(exc))
+        return Selection(val_scores, val_errors, best, heldout, sorted(set(tampered)), failed)
 
     def _verified_job(self, index: int, cost: int) -> WorkerJob | None:
         """The checkpoint's files if they still match the hash journaled at its submit."""

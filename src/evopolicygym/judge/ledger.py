@@ -93,7 +93,8 @@ class Ledger:
         self._key = key
         self.submits: list[SubmitRecord] = []
         self.validation: dict[int, Evaluation] = {}
-        self.heldout: Evaluation | None = None
+        self.heldout: Evaluation | None = None  # the latest held-out evaluation
+        self.heldouts: dict[int, Evaluation] = {}  # every held-out evaluation, by submit index
         self.closed: Closed | None = None
         self.opened_at: str | None = None
         self.fingerprint: str | None = None
@@ -160,7 +161,7 @@ class Ledger:
             if record.type == "validation":
                 self.validation[record.index] = record
             else:
-                self.heldout = record
+                self.heldout = self.heldouts[record.index] = record
         elif isinstance(record, Closed):
             self.closed = record
 
