@@ -82,42 +82,45 @@ def test_a_journal_without_its_key_cannot_be_resumed(tmp_path):
         _open(tmp_path)
 
 
-def test_an_uncommitted_submit_without_feedback_is_rolled_back(tmp_path):
-    checkpoints, feedback = tmp_path / "checkpoints", tmp_path / "feedback"
-    checkpoints.mkdir()
-    feedback.mkdir()
-    journal = tmp_path / "journal.jsonl"
+def _run_dirs(tmp_path):
+    checkpoints, feedback = tmp_path / "checkpoints", tmp_path / "workspace" / "feedback"
+    drafts = tmp_path / "private" / "drafts"
+    for directory in (checkpoints, feedback, drafts):
+        directory.mkdir(parents=True)
+    return tmp_path / "private" / "journal.jsonl", checkpoints, feedback, drafts
+
+
+def test_an_uncommitted_submit_is_rolled_back_whatever_the_workspace_holds(tmp_path):
+    # Its results were never visible (drafts are out of the workspace), so nothing is charged;
+    # a summary the agent planted in its feedback directory is never read.
+    journal, checkpoints, feedback, drafts = _run_dirs(tmp_path)
     ledger = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
     ledger.append(SubmitBegin(index=0, n_episodes=2))
     (checkpoints / "submit_000").mkdir()
-    (feedback / ".submit_000.tmp").mkdir()
+    (drafts / "submit_000" / "episodes").mkdir(parents=True)
+    (feedback / "submit_000").mkdir()
+    forged = {"submit_index": 0, "status": "ok", "env_instances": [1], "n_episodes": 1}
+    (feedback / "submit_000" / "summary.json").write_text(json.dumps(forged))
     again = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
     assert (again.remaining, again.next_index) == (5, 0)
-    assert not (checkpoints / "submit_000").exists() and not (feedback / ".submit_000.tmp").exists()
+    assert not (checkpoints / "submit_000").exists() and not (drafts / "submit_000").exists()
     assert json.loads(journal.read_text().splitlines()[-1])["type"] == SubmitRollback(index=0).type
 
 
-def test_an_uncommitted_submit_whose_feedback_exists_is_rolled_forward(tmp_path):
-    checkpoints, feedback = tmp_path / "checkpoints", tmp_path / "feedback"
-    (feedback / "submit_000").mkdir(parents=True)
-    (checkpoints / "submit_000").mkdir(parents=True)
-    (checkpoints / "submit_000" / "policy.py").write_text("class Policy: pass\n")
-    journal = tmp_path / "journal.jsonl"
+def test_a_committed_submit_whose_feedback_was_not_yet_published_is_published(tmp_path):
+    # A crash between the charge and the rename: the next start moves the draft into place,
+    # over whatever the agent planted there (a link is removed, never followed).
+    journal, checkpoints, feedback, drafts = _run_dirs(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     ledger = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
     ledger.append(SubmitBegin(index=0, n_episodes=2))
-    summary = {
-        "submit_index": 0,
-        "status": "ok",
-        "env_instances": [1, 2],
-        "n_episodes": 2,
-        "first_global_episode": 0,
-        "mean_return": 4.0,
-        "returns": [3.0, 5.0],
-        "errors": [],
-        "wall_time_seconds": 0.5,
-    }
-    (feedback / "submit_000" / "summary.json").write_text(json.dumps(summary))
+    ledger.append(_commit(0, 2))
+    (drafts / "submit_000").mkdir()
+    (drafts / "submit_000" / "summary.json").write_text("{}")
+    (feedback / "submit_000").symlink_to(elsewhere)
     again = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
     assert (again.remaining, again.next_index) == (3, 1)
-    assert again.submits[0].returns == [3.0, 5.0]
-    assert again.submits[0].tree_hash.startswith("sha256:")
+    published = feedback / "submit_000"
+    assert not published.is_symlink() and (published / "summary.json").read_text() == "{}"
+    assert not (drafts / "submit_000").exists() and list(elsewhere.iterdir()) == []

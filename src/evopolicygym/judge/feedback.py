@@ -1,4 +1,5 @@
-"""Writes ``workspace/feedback/submit_NNN/``, made visible in one step (temporary dir + rename)."""
+"""Writes ``workspace/feedback/submit_NNN/``: drafted out of the agent's sight, made visible in
+one rename once the journal has charged the submit."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from evopolicygym.envs.jsonsafe import to_jsonsafe
 from evopolicygym.protocol import ErrorLine, Steps, SubmitSummary
 from evopolicygym.rollout import EpisodeResult
 
-from .ledger import fsync_directory, submit_dirname, utc_now
+from .ledger import publish_draft, submit_dirname, utc_now
 
 
 def episode_statistics(results: list[EpisodeResult]) -> dict:
@@ -82,28 +83,31 @@ def episode_error_line(local: int, result: EpisodeResult) -> ErrorLine:
 
 
 class FeedbackDraft:
-    """One submit's feedback while it is being judged, in ``.submit_NNN.tmp``.
+    """One submit's feedback while it is being judged, in the judge's private ``drafts``
+    directory: a submit's results must not be readable before the journal has charged it.
 
     Episodes are written as they finish (from pool threads; each to its own directory) and their
     bulky bytes are released, so neither memory nor the final write grows with the submit.
-    :meth:`commit` adds ``summary.json`` and ``errors.txt`` and renames the directory into place:
-    the agent sees all of a submit's feedback or none of it. Episode directories are named
-    ``ep_XXX`` by global episode number (``first_global_episode`` + local position)."""
+    :meth:`seal` adds ``summary.json`` and ``errors.txt``; once the submit is charged,
+    :meth:`publish` moves the directory into ``feedback/`` in one rename: the agent sees all of
+    a submit's feedback or none of it. Episode directories are named ``ep_XXX`` by global
+    episode number (``first_global_episode`` + local position)."""
 
-    def __init__(self, root: Path, index: int, *, first_global: int, episode_width: int):
-        self.root = root
-        self.final = root / submit_dirname(index)
-        self.temporary = root / f".{self.final.name}.tmp"
+    def __init__(
+        self, drafts: Path, feedback: Path, index: int, *, first_global: int, episode_width: int
+    ):
+        self.feedback = feedback
+        self.directory = drafts / submit_dirname(index)
         self.first_global = first_global
         self.episode_width = episode_width
         self.episode_errors: dict[int, ErrorLine] = {}
-        shutil.rmtree(self.temporary, ignore_errors=True)
-        self.temporary.mkdir(parents=True)
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.directory.mkdir(parents=True)
 
     def add_episode(self, result: EpisodeResult) -> None:
         local = result.index
         number = self.first_global + local
-        directory = self.temporary / "episodes" / f"ep_{number:0{self.episode_width}d}"
+        directory = self.directory / "episodes" / f"ep_{number:0{self.episode_width}d}"
         directory.mkdir(parents=True)
         (directory / "trajectory.jsonl").write_bytes(trajectory_jsonl(result.steps))
         (directory / "stdout.txt").write_text(result.stdout)
@@ -116,18 +120,19 @@ class FeedbackDraft:
             (directory / f"observations.{result.obs_format}").write_bytes(result.observations)
         result.steps, result.observations = None, b""
 
-    def commit(self, summary: SubmitSummary, errors: list[ErrorLine]) -> Path:
+    def seal(self, summary: SubmitSummary, errors: list[ErrorLine]) -> None:
+        """Write the summary and the error lines (the submit's own, then its episodes')."""
         errors = errors + [self.episode_errors[i] for i in sorted(self.episode_errors)]
-        (self.temporary / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
+        (self.directory / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
         if errors:
             lines = "".join(e.model_dump_json() + "\n" for e in errors)
-            (self.temporary / "errors.txt").write_text(lines)
-        # One directory fsync: the rename must be on disk before the journal charges the
-        # submit; the files inside need not be (after a machine crash the submit is redone).
-        shutil.rmtree(self.final, ignore_errors=True)  # what such a crash may have left
-        self.temporary.replace(self.final)
-        fsync_directory(self.root)
-        return self.final
+            (self.directory / "errors.txt").write_text(lines)
+
+    def publish(self) -> Path:
+        """Move the sealed draft to ``feedback/submit_NNN`` (see
+        :func:`~evopolicygym.judge.ledger.publish_draft`); raises ``OSError`` when what the
+        agent put in the way cannot be removed (the draft is published at the next start)."""
+        return publish_draft(self.directory, self.feedback)
 
 
 def dump_summary(summary: SubmitSummary) -> dict:

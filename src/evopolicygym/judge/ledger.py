@@ -2,10 +2,13 @@
 budget or history (:mod:`evopolicygym.protocol` journal records), and the state derived from
 replaying it.
 
-A submit writes ``submit_begin`` before it touches the disk and ``submit_commit`` after its
-feedback is in place; budget is charged by the commit alone. On :meth:`Ledger.open` an
-unfinished submit is settled: rolled forward when its feedback directory exists (the agent may
-have read it), rolled back (checkpoint removed, nothing charged) when not.
+A submit writes ``submit_begin`` before it touches the disk and ``submit_commit`` once its
+feedback is complete, in the judge's private ``drafts/`` directory; budget is charged by the
+commit alone, and only then is the feedback moved into the agent's ``feedback/``
+(:func:`publish_draft`). So the agent never sees results that are not charged, and nothing it
+writes in its workspace is read back. On :meth:`Ledger.open` what a crash interrupted is
+settled from the journal alone: a submit begun but not committed is rolled back (checkpoint and
+draft removed, nothing charged), and a committed submit's unpublished draft is published.
 
 Replay is strict. A torn last line (a crash mid-write, never fsynced) is cut off and the run
 continues; any other unreadable line, or a line whose MAC does not follow from the key and the
@@ -15,6 +18,7 @@ resumed nor scored.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -38,7 +42,6 @@ from evopolicygym.protocol import (
     Verdict,
 )
 
-from .checkpoint import files_hash, read_files
 from .integrity import chain_mac, load_key
 
 _RECORD = TypeAdapter(JournalRecord)
@@ -78,6 +81,40 @@ def write_atomic(path: Path, text: str, *, exclusive: bool = False) -> None:
     else:
         temporary.replace(path)
     fsync_directory(path.parent)
+
+
+def publish_draft(draft: Path, feedback: Path) -> Path:
+    """Move the feedback directory ``draft`` to ``feedback/<its name>`` in one rename and
+    return the new path. What the agent put in the way is removed first and never followed: an
+    entry of that name (a symbolic link, a file or a directory), and a ``feedback`` that is not
+    a real directory (a link elsewhere would make the judge write there). Raises ``OSError``
+    when that cannot be done (the draft then stays where it is)."""
+    if feedback.is_symlink() or not feedback.is_dir():
+        _remove(feedback)
+        feedback.mkdir(parents=True)
+    final = feedback / draft.name
+    _remove(final)
+    try:
+        os.replace(draft, final)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        # The workspace on another file system: copied next to its place, then renamed.
+        staging = feedback / f".{draft.name}.publishing"
+        _remove(staging)
+        shutil.copytree(draft, staging, symlinks=True)
+        os.replace(staging, final)
+        shutil.rmtree(draft)
+    fsync_directory(feedback)
+    return final
+
+
+def _remove(path: Path) -> None:
+    """Delete ``path`` whatever it is, without following a symbolic link (nothing if absent)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
 
 
 class Ledger:
@@ -204,7 +241,8 @@ class Ledger:
         feedback: Path,
     ) -> Ledger:
         """Replay ``path`` (creating it and the run's key if absent), journal this session's
-        start, and settle an interrupted submit."""
+        start, and settle what a crash interrupted (see the module docstring). Feedback drafts
+        live in ``drafts/`` beside the journal."""
         key = load_key(path.parent, create=not path.exists())
         if path.exists():
             ledger = cls.replay(path, key, budget)
@@ -215,27 +253,35 @@ class Ledger:
         if ledger.closed is None:
             kind = "open" if ledger.opened_at is None else "resume"
             ledger.append(OpenRecord(type=kind, budget=budget))
-        ledger._settle(checkpoints, feedback)
+        ledger._settle(checkpoints, feedback, drafts_directory(path.parent))
         return ledger
 
-    def _settle(self, checkpoints: Path, feedback: Path) -> None:
+    def _settle(self, checkpoints: Path, feedback: Path, drafts: Path) -> None:
+        committed = {s.index for s in self.submits}
+        for draft in sorted(drafts.glob("submit_*")) if drafts.is_dir() else []:
+            if _index_of(draft.name) in committed:
+                publish_draft(draft, feedback)
+            else:
+                _remove(draft)
         pending = self._pending
         if pending is None:
             return
-        index = pending.index
-        summary = feedback / submit_dirname(index) / "summary.json"
-        if summary.exists():
-            checkpoint = checkpoints / submit_dirname(index)
-            tree_hash = files_hash(read_files(checkpoint)) if checkpoint.is_dir() else None
-            record = record_from_summary(json.loads(summary.read_text()), tree_hash=tree_hash)
-            self.append(SubmitCommit(index=index, submit=record, recovered=True))
-            return
-        shutil.rmtree(checkpoints / submit_dirname(index), ignore_errors=True)
-        for leftover in list(checkpoints.glob(f".{submit_dirname(index)}*")) + list(
-            feedback.glob(f".{submit_dirname(index)}*")
-        ):
+        name = submit_dirname(pending.index)
+        shutil.rmtree(checkpoints / name, ignore_errors=True)
+        for leftover in checkpoints.glob(f".{name}*"):
             shutil.rmtree(leftover, ignore_errors=True)
-        self.append(SubmitRollback(index=index))
+        self.append(SubmitRollback(index=pending.index))
+
+
+def drafts_directory(private: Path) -> Path:
+    """Where the judge writes submits' feedback until they are charged (out of the agent's
+    workspace)."""
+    return private / "drafts"
+
+
+def _index_of(name: str) -> int | None:
+    number = name.removeprefix("submit_")
+    return int(number) if number.isdigit() else None
 
 
 def submit_dirname(index: int) -> str:
@@ -243,8 +289,8 @@ def submit_dirname(index: int) -> str:
 
 
 def record_from_summary(summary: dict[str, Any], tree_hash: str | None = None) -> SubmitRecord:
-    """The history line of a submit, rebuilt from its ``summary.json``; ``tree_hash`` is the
-    content hash of its checkpoint (None for rejects, which have none)."""
+    """The history line of a submit, from its summary (as the judge made it); ``tree_hash`` is
+    the content hash of its checkpoint (None for rejects, which have none)."""
     rejected = Verdict(summary["status"]).is_reject
     return SubmitRecord(
         index=summary["submit_index"],

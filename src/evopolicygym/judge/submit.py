@@ -3,8 +3,9 @@
 Steps, in order (``docs/protocol/submit-lifecycle.md``): reject checks (free), journal
 ``submit_begin``, snapshot ``system/`` into ``checkpoints/submit_NNN``, hash it (the hash goes to
 the journal; finalize checks it before scoring), static scan, episodes on a warm train worker
-(the files sent are the hashed ones), feedback written as episodes finish, then one atomic
-rename and the journal ``submit_commit`` that charges the budget.
+(the files sent are the hashed ones), feedback drafted out of the workspace as episodes
+finish, the journal ``submit_commit`` that charges the budget, then one rename that makes the
+feedback visible.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from evopolicygym.rollout import EpisodeResult, EpisodeTask, InitFailure, Worker
 from . import checkpoint as checkpoints
 from ._settings import EpisodeRunner, EventLog, JudgePaths, JudgeSettings
 from .feedback import FeedbackDraft, dump_summary, episode_statistics
-from .ledger import Ledger, record_from_summary, submit_dirname, utc_now
+from .ledger import Ledger, drafts_directory, record_from_summary, submit_dirname, utc_now
 
 
 class SubmitPipeline:
@@ -138,6 +139,7 @@ class SubmitPipeline:
 
     def _draft(self, index: int, first_global: int | None) -> FeedbackDraft:
         return FeedbackDraft(
+            drafts_directory(self.paths.private),
             self.paths.feedback,
             index,
             first_global=first_global or 0,
@@ -151,11 +153,19 @@ class SubmitPipeline:
         draft: FeedbackDraft | None,
         tree_hash: str | None = None,
     ) -> None:
-        """Make the submit's feedback visible, then journal its charge (see ledger.py)."""
+        """Journal the submit's charge, then make its feedback visible (see ledger.py)."""
         draft = draft or self._draft(summary.submit_index, summary.first_global_episode)
-        draft.commit(summary, errors)
+        draft.seal(summary, errors)
         record = record_from_summary(dump_summary(summary), tree_hash)
         self.ledger.append(SubmitCommit(index=summary.submit_index, submit=record))
+        try:
+            draft.publish()
+        except OSError as exc:
+            self.events(
+                "submit.publish_failed",
+                submit_index=summary.submit_index,
+                error=f"{type(exc).__name__}: {exc}",
+            )
         self.events(
             "submit.finish",
             submit_index=summary.submit_index,
