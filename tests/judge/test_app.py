@@ -359,3 +359,38 @@ def test_a_client_that_hangs_up_while_queued_is_not_charged(live_judge):
     assert unchanged(live_judge)
     assert not (live_judge.paths.checkpoints / "submit_000").exists()
     assert live_judge.submit([0]).status == 200  # the next client is served as usual
+
+
+def test_a_chunked_body_at_the_limit_is_judged(live_judge):
+    import http.client
+    from urllib.parse import urlsplit
+
+    write_policy(live_judge.paths.system, constant_policy(1))
+    head = b'{"env_instances": [0]}'
+    body = head + b" " * (MAX_BODY_BYTES - len(head))
+    parts = urlsplit(live_judge.url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        connection.request(
+            "POST",
+            f"{parts.path}/submit",
+            body=(body[i : i + 4096] for i in range(0, len(body), 4096)),
+            headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"},
+            encode_chunked=True,
+        )
+        assert connection.getresponse().status == 200
+    finally:
+        connection.close()
+    assert live_judge.judge.ledger.used == 1
+
+
+def test_once_a_server_has_stopped_its_judge_takes_no_more_submits(live_judge):
+    from evopolicygym.judge import JudgeServer
+
+    write_policy(live_judge.paths.system, constant_policy(1))
+    with JudgeServer(live_judge.judge):
+        pass
+    response = live_judge.submit([0])  # through the fixture's server, still listening
+    assert (response.status, response.body["status"]) == (409, "run_closed")
+    assert "stopped serving" in response.body["error"]["message"]
+    assert unchanged(live_judge)

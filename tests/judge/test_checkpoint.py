@@ -1,5 +1,22 @@
-from evopolicygym.judge.checkpoint import code_metrics, mirror, scan, snapshot
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from evopolicygym.judge import checkpoint
+from evopolicygym.judge.checkpoint import (
+    MirrorError,
+    SnapshotRefused,
+    code_metrics,
+    mirror,
+    read_files,
+    scan,
+    snapshot,
+)
 from evopolicygym.protocol import Verdict
+
+POLICY = "class Policy:\n    pass\n"
 
 
 def test_scan_names_what_is_wrong(tmp_path):
@@ -32,3 +49,148 @@ def test_snapshot_skips_caches_keeps_links_and_mirror_restores(tmp_path):
     (system / "policy.py").write_text("broken")
     mirror(copy, system)
     assert (system / "policy.py").read_text().startswith("class Policy")
+
+
+def _unix_socket(path: Path) -> None:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.close()
+
+
+@pytest.mark.parametrize(
+    ("plant", "says"),
+    [
+        (lambda system: os.mkfifo(system / "pipe.py"), "system/pipe.py is a named pipe"),
+        (lambda system: _unix_socket(system / "sock"), "system/sock is a socket"),
+        (
+            lambda system: (system / os.fsdecode(b"data_\xff.bin")).write_bytes(b"x"),
+            "system/data_\\xff.bin has a name that is not UTF-8",
+        ),
+        (
+            lambda system: (system / "weights.bin").write_bytes(b"\0" * 2048),
+            "system/ holds more than 1024 bytes (the limit was passed at system/weights.bin)",
+        ),
+    ],
+    ids=["fifo", "socket", "non-utf8-name", "over-the-cap"],
+)
+def test_a_snapshot_refuses_what_it_cannot_copy_and_leaves_no_checkpoint(
+    tmp_path, monkeypatch, plant, says
+):
+    monkeypatch.setattr(checkpoint, "MAX_SNAPSHOT_BYTES", 1024)
+    system = tmp_path / "system"
+    (system / "data").mkdir(parents=True)
+    (system / "policy.py").write_text(POLICY)
+    plant(system)
+    target = tmp_path / "checkpoints" / "submit_000"
+    with pytest.raises(SnapshotRefused) as refused:
+        snapshot(system, target)
+    assert refused.value.verdict == Verdict.IMPORT_ERROR
+    assert refused.value.message.startswith(says), refused.value.message
+    assert "remove" in refused.value.message
+    assert not target.exists() and list((tmp_path / "checkpoints").iterdir()) == []
+
+
+def test_the_snapshot_cap_counts_the_bytes_copied_not_the_listed_size(tmp_path, monkeypatch):
+    # A file that grows once opened (here: a sparse file whose size the listing never saw).
+    monkeypatch.setattr(checkpoint, "MAX_SNAPSHOT_BYTES", 4096)
+    system = tmp_path / "system"
+    system.mkdir()
+    (system / "policy.py").write_text(POLICY)
+    grown = system / "weights.bin"
+    grown.write_bytes(b"")
+    real_open = os.open
+
+    def open_and_grow(path, flags, *args, **kwargs):
+        if Path(path) == grown:
+            os.truncate(grown, 1 << 20)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_and_grow)
+    with pytest.raises(SnapshotRefused, match="holds more than 4096 bytes"):
+        snapshot(system, tmp_path / "submit_000")
+    assert not (tmp_path / "submit_000").exists()
+
+
+def test_the_judge_files_are_ignored_at_the_top_level_only(tmp_path):
+    system = tmp_path / "system"
+    (system / "data").mkdir(parents=True)
+    (system / "policy.py").write_text(POLICY)
+    for name in ("metrics.json", "_meta.json", ".keep"):
+        (system / name).write_text("top")
+        (system / "data" / name).write_text("data")
+    target = tmp_path / "submit_000"
+    snapshot(system, target)
+    assert sorted(f.path for f in read_files(target)) == [
+        "data/.keep",
+        "data/_meta.json",
+        "data/metrics.json",
+        "policy.py",
+    ]
+    (system / "policy.py").write_text("broken")
+    mirror(target, system)
+    assert sorted(p.name for p in system.iterdir()) == ["data", "policy.py"]
+    assert sorted(p.name for p in (system / "data").iterdir()) == [
+        ".keep",
+        "_meta.json",
+        "metrics.json",
+    ]
+
+
+def test_sources_too_large_to_parse_are_left_to_the_worker(tmp_path, monkeypatch):
+    monkeypatch.setattr(checkpoint, "MAX_PARSED_SOURCE_BYTES", 64)
+    (tmp_path / "policy.py").write_text(POLICY)
+    (tmp_path / "table.py").write_text("T = [\n" + "    (1, 2),\n" * 20 + "  # unclosed\n")
+    assert scan(tmp_path) is None  # the worker's import reports the syntax error
+    metrics = code_metrics(tmp_path)
+    assert metrics["not_analysed"] == ["table.py"] and metrics["parse_errors"] == []
+    assert metrics["python_files"] == 2 and metrics["classes"] == 1
+    # A policy.py too large to parse is not checked for `class Policy` either.
+    (tmp_path / "table.py").unlink()
+    (tmp_path / "policy.py").write_text("POLICY = None\n" * 10)
+    assert scan(tmp_path) is None
+
+
+def test_a_source_the_parser_cannot_hold_is_an_import_error(tmp_path):
+    (tmp_path / "policy.py").write_text(POLICY)
+    (tmp_path / "helper.py").write_text("x = " + "-" * 200_000 + "1\n")
+    problem = scan(tmp_path)
+    assert problem.verdict == Verdict.IMPORT_ERROR and "system/helper.py" in problem.message
+    assert code_metrics(tmp_path)["parse_errors"] == ["helper.py"]
+
+
+@pytest.mark.parametrize("name", [".system.old", ".system.mirror"])
+@pytest.mark.parametrize("kind", ["dangling-link", "link-to-a-directory", "file", "directory"])
+def test_a_mirror_clears_whatever_the_agent_planted_beside_system(tmp_path, name, kind):
+    kept = tmp_path / "kept"
+    (kept / "inside").mkdir(parents=True)
+    (kept / "inside" / "file").write_text("not the judge's")
+    source = tmp_path / "checkpoint"
+    source.mkdir()
+    (source / "policy.py").write_text(POLICY)
+    workspace = tmp_path / "workspace"
+    system = workspace / "system"
+    system.mkdir(parents=True)
+    planted = workspace / name
+    if kind == "dangling-link":
+        planted.symlink_to("/nonexistent")
+    elif kind == "link-to-a-directory":
+        planted.symlink_to(kept)
+    elif kind == "file":
+        planted.write_text("x")
+    else:
+        (planted / "sub").mkdir(parents=True)
+    mirror(source, system)
+    assert (system / "policy.py").read_text() == POLICY
+    assert sorted(p.name for p in workspace.iterdir()) == ["system"]
+    assert (kept / "inside" / "file").read_text() == "not the judge's"  # never followed
+
+
+def test_a_mirror_that_cannot_replace_system_says_so(tmp_path):
+    source = tmp_path / "checkpoint"
+    source.mkdir()
+    (source / "policy.py").write_text(POLICY)
+    system = tmp_path / "workspace" / "system"
+    system.mkdir(parents=True)
+    with pytest.raises(MirrorError, match="cannot replace"):
+        mirror(source / "missing", system)
+    assert system.is_dir()

@@ -12,8 +12,9 @@ with ``{"status": <code>, "error": {"code", "message"}}`` (:class:`ApiError`) an
 malformed or too deeply nested JSON, a missing ``env_instances`` or unknown fields (400
 ``bad_request``), a body that is not JSON (415), a body over ``MAX_BODY_BYTES`` (413), an
 ``env_instances`` of the wrong form (400 ``budget_invalid``, see :class:`SubmitRequest`), a
-closed run (409 ``run_closed``), unknown paths (404) and ``/finalize`` (405: finalization is the
-judge's). A client that hangs up while its submit waits for the lock is not charged.
+closed run or a judge that has stopped serving (409 ``run_closed``), unknown paths (404) and
+``/finalize`` (405: finalization is the judge's). A client that hangs up while its submit waits
+for the lock is not charged; one that only half-closes its connection is judged.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ import select
 import socket
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from flask import Flask, Response, request
 from pydantic import ValidationError
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from evopolicygym.protocol import (
@@ -47,6 +49,9 @@ from .task import endpoints_text
 MAX_BODY_BYTES = 64 * 1024
 # Deeper JSON is refused before parsing (a 30,000-deep body would exhaust the parser's stack).
 MAX_JSON_DEPTH = 32
+# How long stopping the server waits for requests still being answered (a submit running then
+# is always waited for: see Judge.stop_submits).
+DRAIN_SECONDS = 5.0
 
 
 def _json(status: int, body: Any) -> Response:
@@ -83,8 +88,8 @@ def json_depth_exceeds(data: bytes, limit: int) -> bool:
 
 
 def _client_still_waiting(environ: dict[str, Any]) -> Callable[[], bool]:
-    """A callable that says whether the request's client is still connected: a readable
-    socket whose peek returns no byte has been closed by the peer."""
+    """A callable that says whether the request's client still waits for the answer: it has
+    not sent a FIN, or it has only shut down its sending side (:func:`_peer_closed`)."""
     connection = environ.get("werkzeug.socket")
 
     def waiting() -> bool:
@@ -92,11 +97,45 @@ def _client_still_waiting(environ: dict[str, Any]) -> Callable[[], bool]:
             return True
         try:
             readable, _, _ = select.select([connection], [], [], 0)
-            return not readable or connection.recv(1, socket.MSG_PEEK) != b""
+            if not readable or connection.recv(1, socket.MSG_PEEK) != b"":
+                return True
+            return not _peer_closed(connection)
         except (OSError, ValueError):
             return False
 
     return waiting
+
+
+def _peer_closed(connection: socket.socket) -> bool:
+    """After a FIN from the peer: whether its socket is closed (the client is gone) rather than
+    only shut down for writing (``shutdown(SHUT_WR)``, ``nc -N``: it still reads the answer).
+    TCP sends the same FIN for both; for a peer on this machine the kernel's socket table tells
+    them apart, since a closed socket belongs to no process any more (inode 0). A peer that is
+    not in the table (another machine) counts as gone."""
+    peer = f":{connection.getpeername()[1]:04X}"
+    own = f":{connection.getsockname()[1]:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            # sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
+            fields = line.split()
+            if fields[1].endswith(peer) and fields[2].endswith(own):
+                return fields[9] == "0"
+    return True
+
+
+def _read_body(stream: IO[bytes], content_length: int | None) -> bytes | None:
+    """The request body, or None when it is over ``MAX_BODY_BYTES``. A chunked body has no
+    length to check first, so one byte past the limit is read to know."""
+    if content_length is not None and content_length > MAX_BODY_BYTES:
+        return None
+    body = bytearray()
+    while len(body) <= MAX_BODY_BYTES and (chunk := stream.read(MAX_BODY_BYTES + 1 - len(body))):
+        body += chunk
+    return bytes(body) if len(body) <= MAX_BODY_BYTES else None
 
 
 def _submit_body(raw: bytes) -> SubmitRequest | Response:
@@ -132,8 +171,9 @@ def _submit_body(raw: bytes) -> SubmitRequest | Response:
 
 def create_app(judge: Judge) -> Flask:
     """The routes of the judge, without the secret and Host checks (see :class:`JudgeServer`)."""
+    # No MAX_CONTENT_LENGTH: werkzeug ends a chunked body at that limit without an error, so a
+    # longer body would be judged on its first bytes. _read_body enforces the limit.
     app = Flask("evopolicygym.judge")
-    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
 
     @app.after_request
     def _server_header(response: Response) -> Response:
@@ -160,7 +200,10 @@ def create_app(judge: Judge) -> Flask:
                 "unsupported_media_type",
                 "send the body as JSON with the header Content-Type: application/json",
             )
-        body = _submit_body(request.get_data(cache=False))
+        raw = _read_body(request.stream, request.content_length)
+        if raw is None:
+            raise RequestEntityTooLarge()
+        body = _submit_body(raw)
         if isinstance(body, Response):
             return body
         try:
@@ -223,6 +266,13 @@ class _Gate:
         self.app = app
         self.prefix = f"/{secret}"
         self.hosts: frozenset[str] = frozenset()
+        self._in_flight = 0
+        self._idle = threading.Condition()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no request is inside the routes; False if ``timeout`` passed first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
 
     def _refuse(self, environ, start_response, status: int, code: str, message: str):
         response = _error(status, code, message)
@@ -252,7 +302,14 @@ class _Gate:
             )
         environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + self.prefix
         environ["PATH_INFO"] = slash + rest if slash else "/"
-        return self.app(environ, start_response)
+        with self._idle:
+            self._in_flight += 1
+        try:
+            return self.app(environ, start_response)
+        finally:
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -267,11 +324,16 @@ class JudgeServer:
 
     ``secret`` (default: 144 random bits, new for every server) is the first path segment of
     every URL; :attr:`url` is the base URL with it, :attr:`origin` the bare ``http://host:port``.
+
+    Leaving the ``with`` block stops the judge's submits for good (:meth:`Judge.stop_submits`):
+    it returns once no submit can commit any more, so what follows reads a ledger that no
+    longer changes.
     """
 
     def __init__(
         self, judge: Judge, bind: str = "127.0.0.1", port: int = 0, *, secret: str | None = None
     ):
+        self._judge = judge
         self.secret = secret or secrets.token_urlsafe(18)
         self._gate = _Gate(create_app(judge), self.secret)
         self._server = make_server(
@@ -297,5 +359,15 @@ class JudgeServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Stop accepting connections, refuse every submit from now on (409 ``run_closed``)
+        and wait for the submit running now to commit; then give the requests still being
+        answered up to ``DRAIN_SECONDS`` (a client may still be sending its body) and close the
+        listening socket."""
         self._server.shutdown()
+        self._judge.stop_submits(
+            "the judge has stopped serving: the agent's session is over and no more submits "
+            "are accepted"
+        )
+        self._gate.wait_idle(DRAIN_SECONDS)
         self._thread.join(timeout=10)
+        self._server.server_close()

@@ -61,6 +61,7 @@ class Judge:
         self.submits = SubmitPipeline(settings, paths, ledger, events, pool, self.policy_meta)
         self.finalizer = Finalizer(settings, paths, ledger, events, pool, self.policy_meta)
         self._lock = threading.Lock()
+        self._submits_stopped: str | None = None  # why, once stop_submits() was called
         self.phase = (
             "closed" if ledger.closed else ("open" if ledger.remaining > 0 else "finalizing")
         )
@@ -134,6 +135,8 @@ class Judge:
         away while queued) refuses it uncharged. A request naming more ids than both
         ``maximum`` and ``EXPAND_AT_MOST`` is rejected by its count, never expanded."""
         with self._lock:
+            if self._submits_stopped is not None:
+                raise JudgeError(409, "run_closed", self._submits_stopped)
             if not client_waiting():
                 self.events("submit.abandoned", reason="client disconnected while queued")
                 raise JudgeError(
@@ -156,6 +159,15 @@ class Judge:
                 self.phase = "finalizing"
                 self.pool.prepare_hidden()
             return answer
+
+    def stop_submits(self, reason: str) -> None:
+        """Refuse every later submit (409 ``run_closed``, ``reason`` as its message), and return
+        once the submit running now, if any, has committed. From then on the ledger changes only
+        through :meth:`finalize` and :meth:`close`. The wait is at most one submit, which its
+        episode limits bound."""
+        self._submits_stopped = reason
+        with self._lock:  # a submit holding the lock finishes; any later one sees the reason
+            pass
 
     def finalize(self, progress: Progress = lambda _line: None) -> Selection:
         """See :meth:`Finalizer.finalize`; resumes from journaled results."""

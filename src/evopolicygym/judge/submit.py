@@ -90,7 +90,17 @@ class SubmitPipeline:
         first_global = self.ledger.used
         remaining_after = self.ledger.remaining - len(ids)
         target = self.paths.checkpoints / submit_dirname(index)
-        checkpoints.snapshot(self.paths.system, target)
+        try:
+            checkpoints.snapshot(self.paths.system, target)
+        except checkpoints.SnapshotRefused as refused:
+            # Charged like any failure after the reject checks, with no checkpoint.
+            verdict, message = refused.verdict, refused.message
+            summary = self._summary(
+                index, ids, verdict, message, started, clock, None, remaining_after, first_global
+            )
+            error = _error_line(verdict, message)
+            self._commit(summary, [error], self._draft(index, first_global))
+            return summary
         files = checkpoints.read_files(target)
         tree_hash = checkpoints.files_hash(files)
         metrics = checkpoints.write_metrics(target)
