@@ -55,6 +55,11 @@ from ._sealed import FLOAT64, read_marker
 GRACE_S = 5.0
 # Resident memory beyond which a sealed worker builds no more worlds (fewer slots, same results).
 WORLDS_MEMORY_BYTES = 2 * 2**30
+# The largest message a policy process may send its worker: a round's actions (and errors) for
+# every slot (32). The largest legitimate one, 32 text actions of 4096 characters, is about
+# 0.5 MiB; the worker, which has no memory limit, decodes a message into several times its
+# size in Python objects, so the cap bounds what a policy can make it hold.
+POLICY_MESSAGE_BYTES = 16 * 2**20
 
 
 class Zygote:
@@ -78,7 +83,9 @@ class Zygote:
             self.channel.send(ForkPolicy(slots=slots), fds=[theirs.fileno()])
         finally:
             theirs.close()
-        self.requested.append(Channel(ours, PolicyReply, carries_fds=False))
+        self.requested.append(
+            Channel(ours, PolicyReply, carries_fds=False, max_bytes=POLICY_MESSAGE_BYTES)
+        )
 
     def take(self, slots: int) -> tuple[int, Channel]:
         """The oldest requested policy process (requested now if none is); raises
@@ -187,8 +194,10 @@ class SealedPolicy:
         return reply
 
     def sweep(self) -> None:
-        """Kill whatever the policy process started (it keeps running)."""
+        """Kill whatever the policy process started (it keeps running): its descendants, and
+        the orphans that came back to this worker, a subreaper (every child but the zygote)."""
         kill_descendants(self.pid)
+        sweep_children({self.zygote.pid})
 
     def kill(self) -> None:
         """Kill the process and whatever it started. Does not wait for the zygote to report its
@@ -203,9 +212,15 @@ class SealedPolicy:
             self.channel.close()
 
     def _end(self) -> int | None:
+        """How the process ended (None: unknown). One still running (it sent something
+        malformed or too large) is killed: it could run on through later checkpoints."""
         self.alive = False
         kill_descendants(self.pid)
         status = self.zygote.status(self.pid)
+        if status is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            self.zygote.abandon(self.pid)
         self.channel.close()
         return status
 

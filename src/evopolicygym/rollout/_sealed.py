@@ -64,9 +64,15 @@ def read_marker(marker: mmap.mmap) -> int:
 
 
 class SlotRandomness:
-    """Gives each slot its own ``random`` and NumPy legacy global generator: the module-level
-    functions of both are replaced by proxies that call the current slot's generators, so
+    """Gives each slot its own ``random`` and NumPy legacy global generator, so that
     interleaved episodes draw the same numbers as they would one after the other.
+
+    Policy code reaches a global generator two ways, and both lead to the current slot's
+    (:meth:`select`): the module functions bound to the global instance (``random.random``,
+    ``np.random.randint``, ``get_state``...) are replaced by proxies, and the global instance
+    itself (``random._inst``, ``np.random.mtrand._rand``) is the current slot's. NumPy's plain
+    module functions (``seed``, ``sample``, ``ranf``, ``get_bit_generator``...) and libraries
+    (SciPy's and scikit-learn's ``check_random_state(None)``) look that one up at each call.
 
     Every episode reseeds its slot before ``reset`` (:meth:`seed`), so the generators' first
     state never matters: the zygote makes them once and its policy processes inherit them."""
@@ -76,6 +82,8 @@ class SlotRandomness:
         self.python = [random.Random(0) for _ in range(slots)]
         self.numpy = [np.random.RandomState(0) for _ in range(slots)]
         self.current = [0]
+        # NumPy's own: it also reseeds a bit generator the policy swapped in, as train does.
+        self._seed_numpy = np.random.mtrand.seed
 
     def install(self) -> None:
         current = self.current
@@ -92,13 +100,19 @@ class SlotRandomness:
                 if getattr(value, "__self__", None) is legacy:
                     table = [getattr(state, name) for state in numpy_states]
                     setattr(module, name, _proxy(table, current, name))
+        self.select(0)
 
     def select(self, slot: int) -> None:
+        """Make ``slot``'s generators the global ones (before any call of its policy code)."""
         self.current[0] = slot
+        random._inst = self.python[slot]
+        np.random.mtrand._rand = self.numpy[slot]
 
     def seed(self, slot: int, episode_index: int) -> None:
+        """Select ``slot`` and seed it as a train episode is seeded (``seed_policy_randomness``)."""
+        self.select(slot)
         self.python[slot].seed(episode_index)
-        self.numpy[slot].seed(episode_index % 2**32)
+        self._seed_numpy(episode_index % 2**32)
 
 
 def _proxy(table: list[Any], current: list[int], name: str):
@@ -164,6 +178,8 @@ def run_policy_process(
         and not near_memory_limit(EXTRA_INSTANCES_MEMORY)
     ):
         watchdog.deadline = budget
+        # What an instance keeps of the global generators (check_random_state(None)) is its own.
+        randomness.select(len(instances))
         try:
             instances.append(loader.build())
         except BaseException:  # fewer slots, same results: stop building
@@ -184,7 +200,7 @@ def _answer(
 ) -> None:
     """Answer lock-step requests until the worker closes the channel."""
     running = memoryview(marker).cast("i")  # what MARKER packs: the slot being called
-    current = randomness.current
+    select = randomness.select
     acts = [instance.act for instance in instances]
     clock = time.monotonic
     while True:
@@ -198,7 +214,7 @@ def _answer(
         failed: set[int] = set()
         spent: dict[int, float] = {}  # reset seconds by slot
         for slot, episode_index, seconds in step.resets:
-            running[0] = current[0] = slot
+            running[0] = slot
             randomness.seed(slot, episode_index)
             started = clock()
             error = _call(watchdog, seconds, instances[slot].reset, episode_index, system)
@@ -219,7 +235,8 @@ def _answer(
                 actions.append(None)
                 took.append(spent[slot])
                 continue
-            running[0] = current[0] = slot
+            running[0] = slot
+            select(slot)
             watchdog.deadline = then + seconds
             try:
                 action = acts[slot](obs)
@@ -239,6 +256,7 @@ def _answer(
             for number, (slot, _obs, _seconds) in enumerate(step.acts):
                 # Converting may run policy code (an object's repr): the marker names its slot.
                 running[0] = slot
+                select(slot)
                 actions[number] = _jsonsafe_action(actions[number])
         running[0] = -1
         channel.send(Acted([] if block is not None else actions, errors, took, block))

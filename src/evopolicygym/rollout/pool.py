@@ -624,9 +624,9 @@ class WorkerPool:
             failures[number] = loaded
             lane.drop_sealed()
             return
-        worker.start_episodes(msgspec.structs.replace(request, tasks=share))
         wanted = {task.index for task in share}
         try:
+            worker.start_episodes(msgspec.structs.replace(request, tasks=share))
             while wanted:
                 result = worker.next_episode(wanted)
                 wanted.discard(result.index)

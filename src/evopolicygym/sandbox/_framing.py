@@ -132,6 +132,10 @@ class Channel:
             message = self._decoder.decode(memoryview(buffer)[4:end])
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise FrameError(f"malformed message: {exc}") from None
+        except (RecursionError, MemoryError) as exc:
+            # Nested too deep, or too large once decoded: the peer's fault like any malformed
+            # body, never an exception its reader does not expect.
+            raise FrameError(f"malformed message: {type(exc).__name__}: {exc}") from None
         del buffer[:end]
         return message
 

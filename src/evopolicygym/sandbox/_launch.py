@@ -108,6 +108,9 @@ def sandbox_environment(home: str) -> dict[str, str]:
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONUNBUFFERED="1",
         PYTHONNOUSERSITE="1",
+        # One hash secret for every lane and run: str hashes, and so the order of a set of
+        # strings, are part of what a deterministic policy does.
+        PYTHONHASHSEED="0",
         OMP_NUM_THREADS="1",
         OPENBLAS_NUM_THREADS="1",
         MKL_NUM_THREADS="1",

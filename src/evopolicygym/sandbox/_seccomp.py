@@ -4,8 +4,10 @@ needed, so it works from any interpreter).
 Refused with ``EPERM``: sockets of any family but ``AF_UNIX`` (no network, no netlink, no raw
 packets), ``ptrace`` and ``process_vm_readv``/``writev`` (no reading or patching another
 process), namespaces and mounts (``unshare``, ``setns``, ``mount``..., ``clone`` with a
-``CLONE_NEW*`` flag), and kernel-facing calls no policy needs (``bpf``, ``perf_event_open``,
-``userfaultfd``, ``io_uring_*``, keyrings, modules, ``kexec``, ``reboot``, swap, accounting).
+``CLONE_NEW*`` flag), kernel-facing calls no policy needs (``bpf``, ``perf_event_open``,
+``userfaultfd``, ``io_uring_*``, keyrings, modules, ``kexec``, ``reboot``, swap, accounting),
+and objects that hold memory outside ``RLIMIT_AS`` or outlive the process and its sandbox
+(``memfd_create``, System V shared memory, message queues and semaphores, POSIX message queues).
 ``clone3`` answers ``ENOSYS`` (its flags sit in memory the filter cannot read; the C library then
 falls back to ``clone``). System calls of another ABI (i386, x32) are refused too.
 """
@@ -66,6 +68,20 @@ _X86_64 = {
     "syslog": 103,
     "kcmp": 312,
     "pidfd_getfd": 438,
+    "memfd_create": 319,
+    "shmget": 29,
+    "shmat": 30,
+    "shmdt": 67,
+    "shmctl": 31,
+    "msgget": 68,
+    "msgsnd": 69,
+    "msgrcv": 70,
+    "msgctl": 71,
+    "semget": 64,
+    "semop": 65,
+    "semtimedop": 220,
+    "semctl": 66,
+    "mq_open": 240,
 }
 _AARCH64 = {
     "socket": 198,
@@ -113,6 +129,20 @@ _AARCH64 = {
     "syslog": 116,
     "kcmp": 272,
     "pidfd_getfd": 438,
+    "memfd_create": 279,
+    "shmget": 194,
+    "shmat": 196,
+    "shmdt": 197,
+    "shmctl": 195,
+    "msgget": 186,
+    "msgsnd": 189,
+    "msgrcv": 188,
+    "msgctl": 187,
+    "semget": 190,
+    "semop": 193,
+    "semtimedop": 192,
+    "semctl": 191,
+    "mq_open": 180,
 }
 _ARCHES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}
 _SECCOMP_SYSCALL = {"x86_64": 317, "aarch64": 277}
