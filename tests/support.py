@@ -18,7 +18,7 @@ from evopolicygym.judge import Judge, JudgeServer, JudgeSettings, Ledger
 from evopolicygym.protocol import LimitsSection
 from evopolicygym.rollout import WorkerPool
 from evopolicygym.run_session import EventLog, RunPaths
-from evopolicygym.sandbox import probe
+from evopolicygym.sandbox import IsolationUnavailable, probe
 
 
 @dataclass
@@ -157,3 +157,15 @@ def process_exists(token: str) -> bool:
         except OSError:
             continue
     return False
+
+
+def available_levels(*wanted: str) -> list[str]:
+    """The isolation levels among ``wanted`` that this machine offers, in that order."""
+    levels = []
+    for level in wanted:
+        try:
+            probe(level)
+        except IsolationUnavailable:
+            continue
+        levels.append(level)
+    return levels

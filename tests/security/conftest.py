@@ -9,22 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evopolicygym.sandbox import IsolationUnavailable, probe
-from support import LiveJudge, constant_policy, serve_judge, write_policy
+from support import LiveJudge, available_levels, constant_policy, serve_judge, write_policy
 
-
-def _available() -> list[str]:
-    levels = []
-    for level in ("namespaced", "basic", "process"):
-        try:
-            probe(level)
-        except IsolationUnavailable:
-            continue
-        levels.append(level)
-    return levels
-
-
-LEVELS = _available()
+LEVELS = available_levels("namespaced", "basic", "process")
 # Limits small enough that every attack ends in seconds.
 LIMITS = {
     "init_timeout_s": 3.0,

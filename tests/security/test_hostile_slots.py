@@ -21,21 +21,10 @@ from evopolicygym.judge import Judge, JudgeSettings, Ledger
 from evopolicygym.protocol import LimitsSection
 from evopolicygym.rollout import EpisodeTask, WorkerPool
 from evopolicygym.run_session import EventLog, RunPaths
-from evopolicygym.sandbox import IsolationUnavailable, probe
-from support import job_from_dir, write_policy
+from evopolicygym.sandbox import probe
+from support import available_levels, job_from_dir, write_policy
 
 PROCESS = probe("process")
-
-
-def _levels(*wanted: str) -> list[str]:
-    levels = []
-    for level in wanted:
-        try:
-            probe(level)
-        except IsolationUnavailable:
-            continue
-        levels.append(level)
-    return levels
 
 
 def play(
@@ -216,7 +205,7 @@ class Policy:
     "level",
     [
         pytest.param(level, marks=WITHOUT_A_FILTER if level == "process" else ())
-        for level in _levels("namespaced", "basic", "process")
+        for level in available_levels("namespaced", "basic", "process")
     ],
 )
 def test_memory_held_in_anonymous_files_counts_against_the_memory_limit(tmp_path, level):
@@ -248,7 +237,7 @@ class Policy:
 """
 
 
-@pytest.mark.parametrize("level", _levels("namespaced", "basic"))
+@pytest.mark.parametrize("level", available_levels("namespaced", "basic"))
 def test_system_v_shared_memory_of_a_policy_neither_outlives_it_nor_leaves_its_sandbox(
     tmp_path, level
 ):
@@ -428,7 +417,7 @@ class Policy:
     strict=True, reason="known gap: nothing stops sched_setaffinity (no cpuset cgroup)"
 )
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU")
-@pytest.mark.parametrize("level", _levels("namespaced", "basic", "process"))
+@pytest.mark.parametrize("level", available_levels("namespaced", "basic", "process"))
 @pytest.mark.parametrize("sealed", [False, True], ids=["train", "sealed"])
 def test_a_policy_cannot_leave_the_cpu_its_lane_claimed(tmp_path, level, sealed):
     # Promise (SECURITY.md, _cpus.py): each lane plays on the CPU it claimed and policy code
