@@ -23,6 +23,24 @@ from evopolicygym.judge.ledger import drafts_directory
 from support import LiveJudge, constant_policy, write_policy
 
 
+def _sleeping_policy(seconds: float, episode: int | None = None) -> str:
+    """A policy whose every act (only in ``episode``, when given) sleeps ``seconds``, then
+    returns 1."""
+    when = "True" if episode is None else f"episode_index == {episode}"
+    return f"""
+import time
+class Policy:
+    def __init__(self, obs_space, action_space, env_meta):
+        pass
+    def reset(self, episode_index):
+        self.slow = {when}
+    def act(self, obs):
+        if self.slow:
+            time.sleep({seconds})
+        return 1
+"""
+
+
 def _ledger_consistent(live_judge) -> bool:
     """episode_budget = remaining_budget + sum of n_episodes over judged submits."""
     ledger = live_judge.judge.ledger
@@ -96,21 +114,7 @@ def test_results_of_a_running_submit_are_not_readable_before_it_is_charged(live_
     # Promise (feedback.md, FeedbackDraft): the agent sees all of a submit's feedback or none of
     # it, and only once it is charged; a submit interrupted before its commit is rolled back
     # uncharged, so whatever it played must not have been readable by the agent.
-    write_policy(
-        live_judge.paths.system,
-        """
-        import time
-        class Policy:
-            def __init__(self, obs_space, action_space, env_meta):
-                pass
-            def reset(self, episode_index):
-                self.slow = episode_index == 3
-            def act(self, obs):
-                if self.slow:
-                    time.sleep(4)
-                return 1
-        """,
-    )
+    write_policy(live_judge.paths.system, _sleeping_policy(4, episode=3))
     result = {}
     thread = threading.Thread(target=lambda: result.update(r=live_judge.submit("0-3")))
     thread.start()
@@ -516,20 +520,7 @@ def test_no_submit_is_still_running_once_the_judge_has_stopped_serving(live_judg
     # submit in flight (e.g. from a process the agent left behind), so it commits after the
     # judge has moved on: run.json (written from the ledger without the judge lock) can miss a
     # charged submit, or call a run whose last submit is still running "agent_stopped".
-    write_policy(
-        live_judge.paths.system,
-        """
-        import time
-        class Policy:
-            def __init__(self, obs_space, action_space, env_meta):
-                pass
-            def reset(self, episode_index):
-                pass
-            def act(self, obs):
-                time.sleep(2)
-                return 1
-        """,
-    )
+    write_policy(live_judge.paths.system, _sleeping_policy(2))
     with JudgeServer(live_judge.judge) as server:
         client = LiveJudge(live_judge.judge, live_judge.paths, server.url)
         thread = threading.Thread(target=lambda: client.submit([0]))
