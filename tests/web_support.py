@@ -50,3 +50,23 @@ def needs_web(test):
     it is skipped, with the reason, only when the web extra or a Chromium is missing."""
     skip = pytest.mark.skipif(REASON is not None, reason=f"web family unavailable: {REASON}")
     return pytest.mark.web(skip(test))
+
+
+# Reads the accessibility tree and clicks the button the goal names (MiniWoB++ click-button).
+CLICK_BUTTON_SOLVER = """
+import re
+
+
+class Policy:
+    def __init__(self, obs_space, action_space, env_meta):
+        assert action_space["type"] == "Text" and "click" in action_space["functions"]
+        self.keys = sorted(obs_space["spaces"])
+
+    def reset(self, episode_index):
+        pass
+
+    def act(self, obs):
+        label = re.search(r'"(.*)"', obs["goal"]).group(1)
+        found = re.search(r"\\[(\\d+)\\] button '" + re.escape(label) + "'", obs["axtree"])
+        return f'click("{found.group(1)}")' if found else "noop(0)"
+"""

@@ -10,25 +10,7 @@ import numpy as np
 import pytest
 
 from support import write_policy
-from web_support import needs_web
-
-SOLVER = """
-import re
-
-
-class Policy:
-    def __init__(self, obs_space, action_space, env_meta):
-        assert action_space["type"] == "Text" and "click" in action_space["functions"]
-        self.keys = sorted(obs_space["spaces"])
-
-    def reset(self, episode_index):
-        pass
-
-    def act(self, obs):
-        label = re.search(r'"(.*)"', obs["goal"]).group(1)
-        found = re.search(r"\\[(\\d+)\\] button '" + re.escape(label) + "'", obs["axtree"])
-        return f'click("{found.group(1)}")' if found else "noop(0)"
-"""
+from web_support import CLICK_BUTTON_SOLVER, needs_web
 
 
 @needs_web
@@ -36,7 +18,7 @@ class Policy:
 @pytest.mark.judge(env="browsergym/miniwob.click-button", budget=2, jobs=1)
 def test_a_submit_runs_a_web_env_in_chromium(live_judge):
     assert live_judge.judge.settings.spec.obs_storage == "external"
-    write_policy(live_judge.paths.system, SOLVER)
+    write_policy(live_judge.paths.system, CLICK_BUTTON_SOLVER)
     response = live_judge.submit([0, 1])
     summary = response.body["summary"]
     assert response.status == 200 and summary["status"] == "ok", summary

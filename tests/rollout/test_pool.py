@@ -18,6 +18,7 @@ from evopolicygym.rollout import EpisodeTask, InitFailure, WorkerPool
 from evopolicygym.rollout import pool as pool_module
 from evopolicygym.sandbox import probe
 from support import constant_policy, job_from_dir, write_policy
+from web_support import CLICK_BUTTON_SOLVER, needs_web
 
 TOY = get_env("toy")
 # These tests reach into the policy's process through files in tmp_path: they run at the
@@ -673,6 +674,23 @@ def test_lock_step_hidden_evaluation_gives_what_one_episode_at_a_time_gives(tmp_
     assert [r.error for r in side_by_side] == [None] * len(seeds)
     assert [r.episode_return for r in side_by_side] == [r.episode_return for r in sequential]
     assert len({r.episode_return for r in sequential}) > 3  # the episodes do differ
+
+
+@needs_web
+@pytest.mark.slow
+def test_hidden_evaluation_runs_a_web_env_as_train_does(tmp_path):
+    # A sealed worker's browser driver is the environment's: sweeping the policy's processes
+    # at a checkpoint's load killed it, and the next page waited for it forever. Its pages fit
+    # the lane's process cap beside the policy's (the envspec's helper_tasks and hidden_slots):
+    # a second page in lock step had Chromium's renderers fail to start threads, and hang too.
+    train, sealed = train_then_sealed(
+        tmp_path, "browsergym/miniwob.click-button", CLICK_BUTTON_SOLVER, [1, 2, 3], 10
+    )
+    assert [r.error for r in train] == [None] * 3
+    assert [r.episode_return for r in train] == [1.0] * 3  # the solver clicks the right button
+    assert [(r.error, r.episode_return, r.length) for r in sealed] == [
+        (r.error, r.episode_return, r.length) for r in train
+    ]
 
 
 WOBBLY = """

@@ -120,6 +120,20 @@ class EnvSpec(BaseModel):
         description="Always store recorded pixel observations compressed (observations.npz, "
         "key obs), as the run option compress_images does: for frames too large to keep raw.",
     )
+    helper_tasks: int = Field(
+        0,
+        ge=0,
+        description="Processes and threads the environment's own helper processes may use (a "
+        "browser, its driver and its pages): added to a lane's process cap, so that they never "
+        "take from the policy's max_processes.",
+    )
+    hidden_slots: int | None = Field(
+        None,
+        gt=0,
+        description="Most hidden episodes a sealed worker steps in lock step, each on a world of "
+        "its own (None: the judge's default, 32). Lower it for environments whose every world "
+        "holds a costly process (a browser page); results do not depend on it.",
+    )
     level: Level = Field("L1", description="Readiness level reached (see check-envs).")
     core16: bool = Field(False, description="Part of the Core-16 paper suite.")
     train_cases: int = Field(64, gt=0, description="Visible train ids without a split dir.")

@@ -22,7 +22,14 @@ from ._wrapped import env_schemas
 from .families import FAMILIES, NON_ENVIRONMENT_IDS, PLUGINS, family_of, register_plugins
 from .spaces import schema_has_image
 from .tasktext import template_task
-from .web import MINIWOB_COMMIT, MINIWOB_MAX_STEPS, MINIWOB_STEPS_SOURCE, miniwob_url
+from .web import (
+    BROWSER_HIDDEN_SLOTS,
+    BROWSER_TASKS,
+    MINIWOB_COMMIT,
+    MINIWOB_MAX_STEPS,
+    MINIWOB_STEPS_SOURCE,
+    miniwob_url,
+)
 
 __all__ = [
     "DEFAULT_STEP_CAP",
@@ -98,6 +105,8 @@ def bulk_spec(upstream_id: str) -> EnvSpec:
         extra=FAMILIES[family].extra,
         imports=plugin_modules,
         kwargs=_kwargs_for(upstream_id),
+        helper_tasks=BROWSER_TASKS if family == "web" else 0,
+        hidden_slots=BROWSER_HIDDEN_SLOTS if family == "web" else None,
         max_episode_steps=DEFAULT_STEP_CAP,
         step_cap_source="draft",
         reward="sum of the Gymnasium rewards over the episode (see the upstream documentation)",

@@ -62,6 +62,8 @@ from .spaces import space_schema
 
 __all__ = [
     "ACTION_SET",
+    "BROWSER_HIDDEN_SLOTS",
+    "BROWSER_TASKS",
     "CHROMIUM_ARGS",
     "CHROMIUM_VARIABLE",
     "MINIWOB_CHECKOUT",
@@ -86,6 +88,13 @@ MINIWOB_STEPS_SOURCE = (
     "BrowserGym's MiniWoB benchmark: max_steps = 10 per episode (browsergym-experiments, "
     "benchmark/configs.py); BrowserGym registers no max_episode_steps"
 )
+# What a web envspec sets (bulk specs too): the processes and threads of the Playwright driver
+# and its two Chromium browsers (BrowserGym launches one, MiniWoB's task set-up another) held
+# about 224 for one world, and each further page about 50 more; thread pools grow under load.
+# A lane's process cap counts them beside the policy's. One hidden episode at a time: every
+# world is a page with its own renderer, and lock step saves nothing on a step of a second.
+BROWSER_TASKS = 512
+BROWSER_HIDDEN_SLOTS = 1
 MINIWOB_CHECKOUT = Path("third_party") / "miniwob-plusplus"
 _PAGES = Path("miniwob") / "html" / "miniwob"  # inside a checkout and inside the miniwob wheel
 REPOSITORY_ROOT = Path(__file__).resolve().parents[3]

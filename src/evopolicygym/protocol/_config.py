@@ -119,7 +119,12 @@ class LimitsSection(_Strict):
     rollout_wall_s: float = Field(600.0, gt=0, description="One whole episode.")
     memory_bytes: int = Field(4 * 2**30, gt=0, description="Address space per worker.")
     cpu_seconds: int = Field(3600, gt=0, description="CPU time per worker process.")
-    max_processes: int = Field(256, gt=0, description="RLIMIT_NPROC per worker.")
+    max_processes: int = Field(
+        256,
+        gt=0,
+        description="Processes and threads a lane may run (a pids cgroup, else RLIMIT_NPROC), "
+        "plus the envspec's helper_tasks for the environment's own processes.",
+    )
     file_size_bytes: int = Field(64 * 2**20, gt=0, description="Largest file a policy may write.")
     output_bytes: int = Field(64 * 1024, gt=0, description="stdout/stderr kept per episode.")
 

@@ -134,8 +134,17 @@ class SealedPolicy:
     """One sealed policy process, seen from its worker: the zygote's oldest spare, pinned to
     ``cpu`` (when given) before it is sent its checkpoint."""
 
-    def __init__(self, zygote: Zygote, marker: mmap.mmap, slots: int, limits, cpu: int | None):
+    def __init__(
+        self,
+        zygote: Zygote,
+        marker: mmap.mmap,
+        slots: int,
+        limits,
+        cpu: int | None,
+        spared: frozenset[int],
+    ):
         self.zygote = zygote
+        self.spared = spared
         self.marker = marker
         self.limits = limits
         self.pid, self.channel = zygote.take(slots)
@@ -195,9 +204,10 @@ class SealedPolicy:
 
     def sweep(self) -> None:
         """Kill whatever the policy process started (it keeps running): its descendants, and
-        the orphans that came back to this worker, a subreaper (every child but the zygote)."""
+        the orphans that came back to this worker, a subreaper (every child but ``spared``:
+        the zygote and the environment's own processes)."""
         kill_descendants(self.pid)
-        sweep_children({self.zygote.pid})
+        sweep_children(self.spared)
 
     def kill(self) -> None:
         """Kill the process and whatever it started. Does not wait for the zygote to report its
@@ -253,9 +263,13 @@ class LockstepRunner:
         limits,
         slots: int,
         core: int | None = None,
+        environment: frozenset[int] = frozenset(),
     ):
         self.make_world = make_world
         self.zygote = zygote
+        # Children sweeps leave alone: the zygote, and the processes the environment started
+        # for itself (a browser driver) before any policy code ran in this worker.
+        self.spared = frozenset({zygote.pid, *environment})
         self.marker = marker
         self.limits = limits
         self.wanted = slots
@@ -277,7 +291,9 @@ class LockstepRunner:
     def _start(self) -> int | LoadFailed:
         assert self.load_request is not None
         cpu = self._pin()
-        self.policy = SealedPolicy(self.zygote, self.marker, self.wanted, self.limits, cpu)
+        self.policy = SealedPolicy(
+            self.zygote, self.marker, self.wanted, self.limits, cpu, self.spared
+        )
         reply = self.policy.load(self.load_request)
         self._request_spare()  # for the next checkpoint, or a restart
         if isinstance(reply, LoadFailed):
@@ -310,7 +326,7 @@ class LockstepRunner:
         if self.policy is not None:
             self.policy.kill()
             self.policy = None
-        sweep_children({self.zygote.pid})
+        sweep_children(self.spared)
 
     def run(self, request: RunEpisodes, send: Callable[[EpisodeDone], None]) -> None:
         """Play ``request.tasks``, sending each :class:`EpisodeDone` as it ends.
@@ -501,7 +517,7 @@ class LockstepRunner:
         for slot in sorted(running, reverse=True):
             queue.appendleft(running.pop(slot).task)
         self.policy = None
-        sweep_children({self.zygote.pid})
+        sweep_children(self.spared)
 
 
 def _advance_by_step(world: World) -> Callable[[Any, bool], tuple[Any, float, bool]]:

@@ -61,8 +61,9 @@ from ._output import OutputDrain
 # construction for a load, result serialization for episodes.
 INIT_GRACE_S = 60.0
 EPISODE_GRACE_S = 15.0
-# Episodes a sealed worker steps in lock step (fewer when the policy is slow or large to build,
-# or when there are fewer episodes): more of them share each message round trip.
+# Episodes a sealed worker steps in lock step (fewer when the envspec says so, when the policy
+# is slow or large to build, or when there are fewer episodes): more of them share each message
+# round trip.
 SEALED_SLOTS = 32
 WORKER_MODULE = "evopolicygym.rollout.worker"
 WORKER_ENTRY = f"{WORKER_MODULE}:serve"
@@ -125,7 +126,7 @@ class _Worker:
             sealed=sealed,
             core=lane.core,
             boot_cpus=pool.boot_cpus,
-            slots=SEALED_SLOTS if sealed else 1,
+            slots=pool.sealed_slots if sealed else 1,
             landlock_abi=pool.plan.landlock_abi,
             seccomp=pool.plan.seccomp,
         )
@@ -195,7 +196,7 @@ class _Worker:
             # Episodes in lock step share the clock: each is charged its own time, so the first
             # of them may end only after every slot has spent its limit (the worker enforces
             # the limits; this only catches a worker that hangs).
-            wait += SEALED_SLOTS * (limits.rollout_wall_s + limits.act_timeout_s)
+            wait += self.lane.pool.sealed_slots * (limits.rollout_wall_s + limits.act_timeout_s)
         deadline = time.monotonic() + wait
         try:
             reply = self._recv(deadline)
@@ -272,7 +273,7 @@ class _Lane:
                 pool.plan,
                 preload=PRELOAD,
                 expand=(f"{WORKER_MODULE}:runtime_modules", pool.env_spec_json),
-                max_processes=pool.limits.max_processes,
+                max_processes=pool.lane_tasks,
                 log_path=pool.log_path,
                 cpus=pool.boot_cpus,
             )
@@ -366,7 +367,11 @@ class WorkerPool:
         self.log_path = log_path
         self.plan = plan or probe()
         # On the lane host's command line: without the task text, which it does not need.
-        self.env_spec_json = EnvSpec.model_validate(env_spec).model_dump_json(exclude={"task"})
+        spec = EnvSpec.model_validate(env_spec)
+        self.env_spec_json = spec.model_dump_json(exclude={"task"})
+        self.sealed_slots = min(SEALED_SLOTS, spec.hidden_slots or SEALED_SLOTS)
+        # The lane's process cap: the policy's, and what the environment's helpers need.
+        self.lane_tasks = limits.max_processes + spec.helper_tasks
         self.output = OutputDrain(log_path)
         self.keys = itertools.count()
         self.cpus = claim_cpus(jobs)

@@ -233,6 +233,9 @@ def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:
     theirs.close()
     zygote = Zygote(Channel(ours, ZygoteReply), pid)
     spec, world, problem = _build(config)
+    # Processes the environment started for itself (a browser driver), listed before any policy
+    # process exists: sweeps spare them (killing the driver hung the next browser call).
+    environment = frozenset(children(worker)) - {pid}
     channel.send(WorkerUp(env_error=problem))
     if problem is not None:
         return _refuse_all(channel, problem)
@@ -246,6 +249,7 @@ def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:
         config.limits,
         config.slots,
         config.core,
+        environment,
     )
     try:
         while True:
