@@ -1,6 +1,8 @@
 """Hostile and broken policies against real worker processes: every failure becomes a verdict or
 an episode error with a reason, and the other episodes still run."""
 
+import importlib.resources
+import importlib.util
 import json
 import os
 import re
@@ -674,6 +676,39 @@ def test_lock_step_hidden_evaluation_gives_what_one_episode_at_a_time_gives(tmp_
     assert [r.error for r in side_by_side] == [None] * len(seeds)
     assert [r.episode_return for r in side_by_side] == [r.episode_return for r in sequential]
     assert len({r.episode_return for r in sequential}) > 3  # the episodes do differ
+
+
+RANDOM_POLICY = (
+    importlib.resources.files("evopolicygym.agents.builtin") / "policy_random.py"
+).read_text()
+ATARI = pytest.mark.skipif(
+    importlib.util.find_spec("ale_py") is None, reason="the atari extra is not installed"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        "gym/pendulum",  # Box actions: a round's actions travel as one float block
+        "gym/blackjack",  # Tuple observations
+        "gym/racing",  # image observations: one raw block per round
+        "gym/humanoid5",  # MuJoCo siblings sharing one model; episodes of unequal length
+        "gymnasium/FetchPush-v4",  # Dict observations
+        "gymnasium/MiniGrid-DoorKey-16x16-v0",  # Dict with an image and a text mission
+        "gymnasium/parking-v0",  # HighwayEnv
+        pytest.param("gym/pong", marks=ATARI),
+    ],
+)
+def test_hidden_evaluation_replays_train_in_every_family(tmp_path, env_id):
+    # The built-in random policy replays its actions from the episode index: four episodes in
+    # lock step give exactly what a train worker gives one after the other, whatever the
+    # family's observations, actions and worlds are.
+    train, sealed = train_then_sealed(tmp_path, env_id, RANDOM_POLICY, [11, 12, 13, 14], 60)
+    assert [r.error for r in train] == [None] * 4
+    assert [(r.error, r.episode_return, r.length) for r in sealed] == [
+        (r.error, r.episode_return, r.length) for r in train
+    ]
 
 
 @needs_web
