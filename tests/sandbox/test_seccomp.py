@@ -31,6 +31,8 @@ MEMORY_AND_IPC = [
     "semctl",
     "mq_open",
 ]
+# What the filter's owner does before it: a policy stays on the CPU its lane claimed.
+SCHEDULING = ["sched_setaffinity"]
 
 # Arguments (-1, 0, ...) that fail harmlessly if a call is let through: a bad pointer, a key
 # without IPC_CREAT, an identifier that does not exist.
@@ -51,9 +53,9 @@ print(json.dumps(errors))
 """
 
 
-def test_memory_and_ipc_calls_are_refused_with_eperm():
+def test_memory_ipc_and_affinity_calls_are_refused_with_eperm():
     done = subprocess.run(
-        [sys.executable, "-c", FILTERED, *MEMORY_AND_IPC],
+        [sys.executable, "-c", FILTERED, *MEMORY_AND_IPC, *SCHEDULING],
         capture_output=True,
         text=True,
         check=True,

@@ -405,25 +405,29 @@ class Policy:
     def __init__(self, *args): pass
     def reset(self, i): pass
     def act(self, obs):
+        given = os.sched_getaffinity(0)  # its lane's CPU (every CPU when none could be claimed)
         try:
             os.sched_setaffinity(0, range(256))  # cpu_count() may see only its own
         except OSError:
             pass
-        return 2 if len(os.sched_getaffinity(0)) > 1 else 0
+        return 2 if os.sched_getaffinity(0) != given else 0
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="known gap: nothing stops sched_setaffinity (no cpuset cgroup)"
-)
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU")
-@pytest.mark.parametrize("level", available_levels("namespaced", "basic", "process"))
+@pytest.mark.parametrize(
+    "level",
+    [
+        pytest.param(level, marks=WITHOUT_A_FILTER if level == "process" else ())
+        for level in available_levels("namespaced", "basic", "process")
+    ],
+)
 @pytest.mark.parametrize("sealed", [False, True], ids=["train", "sealed"])
 def test_a_policy_cannot_leave_the_cpu_its_lane_claimed(tmp_path, level, sealed):
     # Promise (SECURITY.md, _cpus.py): each lane plays on the CPU it claimed and policy code
-    # must not be able to exhaust the machine. Nothing stops sched_setaffinity: a policy
-    # spreads over every CPU, those of the judge, of the other lanes and of other runs
-    # (whose episodes then run slower and can reach their time limits).
+    # must not be able to exhaust the machine. A policy that spread over every CPU took those
+    # of the judge, of the other lanes and of other runs (whose episodes then ran slower and
+    # could reach their time limits); the seccomp filter refuses sched_setaffinity.
     results = play(tmp_path, WIDENS_ITS_CPUS, n=1, sealed=sealed, level=level)
     assert results[0].episode_return == 100 % 8 + 0.0, "the policy widened its CPU affinity"
 

@@ -112,6 +112,9 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
     watchdog = Watchdog()
     limits = config.limits
     spec, world, problem = _build(config)
+    # Warm: it waits for its checkpoint on the CPU it will play on (moving there once the
+    # checkpoint has arrived would put the move on the submit's path).
+    lane_cpu = {config.core} if config.core is not None else None
     if problem is None:
         if spec.adapter in REHEARSED_ADAPTERS:
             _rehearse(world, limits, watchdog, channel.encode)
@@ -120,17 +123,19 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
         environment = set(children(os.getpid()))
         system = Path(tempfile.mkdtemp(prefix="policy-")) / "system"
         # Hardened while warm, so that a submit waits only for its files to be written and
-        # imported. The file size limit comes after the write: it binds policy code, not the
-        # checkpoint's own files (the snapshot cap bounds those).
+        # imported. The move to the lane's CPU comes last, right before the seccomp filter
+        # that forbids the policy any other (the rest stays on the boot CPUs, off a submit
+        # that may be playing on the lane's). The file size limit comes after the write: it
+        # binds policy code, not the checkpoint's own files (the snapshot cap bounds those).
         harden(
             {**limits, "file_size_bytes": None},
             Path(tempfile.gettempdir()),
             landlock_abi=config.landlock_abi,
             seccomp=config.seccomp,
+            cpus=lane_cpu,
         )
-    # Warm: it waits for its checkpoint on the CPU it will play on (moving there once the
-    # checkpoint has arrived would put the move on the submit's path).
-    _take_cpus({config.core} if config.core is not None else None)
+    else:
+        _take_cpus(lane_cpu)
     channel.send(WorkerUp(env_error=problem))
     try:
         load = channel.recv()

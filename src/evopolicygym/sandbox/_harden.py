@@ -7,6 +7,7 @@ Limits only ever go down.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import resource
@@ -105,12 +106,21 @@ def policy_paths(scratch: Path) -> tuple[list[Path], list[Path]]:
     return sorted(readable), writable
 
 
-def harden(limits: Mapping[str, Any], writable: Path, *, landlock_abi: int, seccomp: bool) -> None:
+def harden(
+    limits: Mapping[str, Any],
+    writable: Path,
+    *,
+    landlock_abi: int,
+    seccomp: bool,
+    cpus: set[int] | None = None,
+) -> None:
     """Everything this process must not be able to do once it runs policy code, applied in
     the order the kernel requires: limits, ``no_new_privs``, no capabilities, Landlock (when
     ``landlock_abi`` > 0: reads of the interpreter and system libraries, writes below
-    ``writable`` only, no TCP, no signals out), the seccomp filter (when ``seccomp``). Raises
-    ``OSError`` when a step fails: the caller must then not run policy code."""
+    ``writable`` only, no TCP, no signals out), the seccomp filter (when ``seccomp``). With
+    ``cpus``, the process moves there last, right before the filter, which forbids any later
+    change of CPU affinity (a failed move leaves it where it is). Raises ``OSError`` when a
+    step fails: the caller must then not run policy code."""
     lower_rlimits(limits)
     no_new_privileges()
     if os.geteuid() == 0:
@@ -118,5 +128,9 @@ def harden(limits: Mapping[str, Any], writable: Path, *, landlock_abi: int, secc
     if landlock_abi:
         readable, writable_paths = policy_paths(writable)
         _landlock.restrict(readable, writable_paths, landlock_abi)
-    if seccomp:
-        _seccomp.install_filter()
+    program = _seccomp.compile_filter() if seccomp else None
+    if cpus:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, cpus)
+    if program is not None:
+        _seccomp.install_filter(program)

@@ -6,8 +6,10 @@ packets), ``ptrace`` and ``process_vm_readv``/``writev`` (no reading or patching
 process), namespaces and mounts (``unshare``, ``setns``, ``mount``..., ``clone`` with a
 ``CLONE_NEW*`` flag), kernel-facing calls no policy needs (``bpf``, ``perf_event_open``,
 ``userfaultfd``, ``io_uring_*``, keyrings, modules, ``kexec``, ``reboot``, swap, accounting),
-and objects that hold memory outside ``RLIMIT_AS`` or outlive the process and its sandbox
-(``memfd_create``, System V shared memory, message queues and semaphores, POSIX message queues).
+objects that hold memory outside ``RLIMIT_AS`` or outlive the process and its sandbox
+(``memfd_create``, System V shared memory, message queues and semaphores, POSIX message queues),
+and ``sched_setaffinity`` (a policy plays on the CPU its lane claimed; its worker moves it there
+before the filter, and a sealed worker moves its policy process from outside).
 ``clone3`` answers ``ENOSYS`` (its flags sit in memory the filter cannot read; the C library then
 falls back to ``clone``). System calls of another ABI (i386, x32) are refused too.
 """
@@ -82,6 +84,7 @@ _X86_64 = {
     "semtimedop": 220,
     "semctl": 66,
     "mq_open": 240,
+    "sched_setaffinity": 203,
 }
 _AARCH64 = {
     "socket": 198,
@@ -143,6 +146,7 @@ _AARCH64 = {
     "semtimedop": 192,
     "semctl": 191,
     "mq_open": 180,
+    "sched_setaffinity": 122,
 }
 _ARCHES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}
 _SECCOMP_SYSCALL = {"x86_64": 317, "aarch64": 277}
@@ -162,6 +166,7 @@ _RET_K = 0x06
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _OFFSET_NR, _OFFSET_ARCH, _OFFSET_ARG0 = 0, 4, 16
+_INSTRUCTION_BYTES = 8  # struct sock_filter: u16 code, u8 jt, u8 jf, u32 k
 
 
 class SeccompUnavailable(RuntimeError):
@@ -232,19 +237,25 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def install_filter() -> None:
-    """Install the filter on this process and all its threads (needs ``no_new_privs`` or
-    ``CAP_SYS_ADMIN``). Irreversible; inherited by every child."""
+def compile_filter() -> bytes:
+    """The filter for this machine's architecture, as the kernel takes it; raises
+    :class:`SeccompUnavailable` on another architecture."""
     machine = platform.machine()
     if machine not in _ARCHES:
         raise SeccompUnavailable(f"no seccomp filter for the {machine} architecture")
-    instructions = _program(machine)
-    raw = b"".join(struct.pack("=HBBI", *instruction) for instruction in instructions)
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in _program(machine))
+
+
+def install_filter(program: bytes | None = None) -> None:
+    """Install the filter (``program``, compiled now when None) on this process and all its
+    threads (needs ``no_new_privs`` or ``CAP_SYS_ADMIN``). Irreversible; inherited by every
+    child."""
+    raw = compile_filter() if program is None else program
     buffer = ctypes.create_string_buffer(raw, len(raw))
-    prog = _SockFprog(len(instructions), ctypes.addressof(buffer))
+    prog = _SockFprog(len(raw) // _INSTRUCTION_BYTES, ctypes.addressof(buffer))
     libc = ctypes.CDLL(None, use_errno=True)
     # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog): every thread at once.
-    result = libc.syscall(_SECCOMP_SYSCALL[machine], 1, 1, ctypes.byref(prog))
+    result = libc.syscall(_SECCOMP_SYSCALL[platform.machine()], 1, 1, ctypes.byref(prog))
     if result != 0:
         code = ctypes.get_errno()
         raise SeccompUnavailable(f"seccomp filter refused: {os.strerror(code)}")
