@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -62,16 +63,24 @@ def returns(results) -> list[float]:
 # where the message type allows any value (an observation of a recorded step, an action).
 TOO_DEEP = 'b"\\x91" * 200000 + b"\\xc0"'
 
-DEEP_EPISODE_RESULT = f"""
+# Policy code that finds its train worker's channel to the judge (the worker's local variable).
+FINDS_ITS_CHANNEL = """
 import struct, sys
 import msgspec
-from evopolicygym.protocol import EpisodeDone, Steps
 
 def judge_channel():
     frame = sys._getframe()
     while "channel" not in frame.f_locals:
         frame = frame.f_back
     return frame.f_locals["channel"]
+
+def send_to_judge(message):
+    body = msgspec.msgpack.encode(message)
+    judge_channel().sock.sendall(struct.pack(">I", len(body)) + body)
+"""
+
+DEEP_EPISODE_RESULT = f"""{FINDS_ITS_CHANNEL}
+from evopolicygym.protocol import EpisodeDone, Steps
 
 class Policy:
     def __init__(self, *args): pass
@@ -123,6 +132,68 @@ def test_a_sealed_reply_nested_too_deep_to_decode_fails_only_the_slot_that_sent_
     assert results[0].error is not None
     assert [r.error for r in results[1:]] == [None, None, None]
     assert returns(results)[1:] == [(100 + i) % 8 + 2.0 for i in (1, 2, 3)]
+
+
+WRITES_GARBAGE_AND_PLAYS_ON = f"""{FINDS_ITS_CHANNEL}
+import time
+
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:
+            judge_channel().sock.sendall(struct.pack(">I", 7) + b"garbage")
+            time.sleep(8)  # still running, well within the act limit
+        return 2
+"""
+
+CLOSES_ITS_CHANNEL_AND_PLAYS_ON = f"""{FINDS_ITS_CHANNEL}
+import socket, time
+
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:
+            judge_channel().sock.shutdown(socket.SHUT_RDWR)
+            time.sleep(8)
+        return 2
+"""
+
+
+@pytest.mark.parametrize(
+    "source, message, seconds",
+    [
+        (WRITES_GARBAGE_AND_PLAYS_ON, "sent a message the judge refuses (malformed", 3.0),
+        (CLOSES_ITS_CHANNEL_AND_PLAYS_ON, "closed its channel to the judge and was killed", 6.0),
+    ],
+    ids=["garbage", "closed"],
+)
+@pytest.mark.parametrize("level", available_levels("namespaced", "basic", "process"))
+def test_a_train_worker_that_breaks_its_channel_is_killed_without_stalling_its_lane(
+    tmp_path, level, source, message, seconds
+):
+    # Promise (SECURITY.md): nothing a policy does may stall the judge. A worker that sent a
+    # frame the judge refuses is still running, yet the judge waited 10 s for its host to
+    # report its exit before going on (then gave up: "exit status unknown"). It is killed at
+    # once; a worker whose channel closed gets 2 s to be reported ended, then is killed.
+    spec = get_env("toy")
+    write_policy(tmp_path / "ck", source)
+    plan = probe(level)
+    pool = WorkerPool(spec.model_dump(), 1, LimitsSection(), tmp_path / "w.log", plan=plan)
+    try:
+        pool.prewarm()
+        job = job_from_dir(tmp_path / "ck", spec, {"env": "toy"})
+        tasks = [EpisodeTask(i, 100 + i, i) for i in range(2)]
+        started = time.monotonic()
+        results = pool.run(job, tasks, record=True, max_steps=1)
+        took = time.monotonic() - started
+    finally:
+        pool.close()
+    error = results[0].error
+    assert error is not None and error.category == "worker_crash" and message in error.message
+    assert results[1].error is None and results[1].episode_return == 101 % 8 + 2.0
+    assert took < seconds, f"the submit took {took:.1f} s"
 
 
 # -- randomness and hashing: the same checkpoint, the same hidden result -------------------------

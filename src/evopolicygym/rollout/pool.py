@@ -8,9 +8,9 @@ its share of the next checkpoint without waiting for the other lanes: :meth:`Wor
 
 Episodes are dealt to lanes round-robin (episode ``i`` to lane ``i % jobs``), so the assignment,
 and any policy state carried between a worker's episodes, does not depend on timing. A train
-worker that dies or overruns a limit is killed, the episode gets an error saying which limit,
-and a fresh worker takes the lane's remaining episodes. A policy that cannot be imported or
-constructed fails the whole call with its :class:`LoadFailed` verdict.
+worker that dies, overruns a limit or sends what the judge refuses is killed, the episode gets
+an error saying why, and a fresh worker takes the lane's remaining episodes. A policy that
+cannot be imported or constructed fails the whole call with its :class:`LoadFailed` verdict.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from evopolicygym.protocol import (
 )
 from evopolicygym.sandbox import (
     Channel,
+    ChannelClosed,
     FrameError,
     FrameTimeout,
     HostError,
@@ -61,6 +62,9 @@ from ._output import OutputDrain
 # construction for a load, result serialization for episodes.
 INIT_GRACE_S = 60.0
 EPISODE_GRACE_S = 15.0
+# Seconds the judge waits for a lane host to report how a worker ended once its channel has
+# closed (the report takes milliseconds); a worker not reported by then is still running.
+EXIT_REPORT_S = 2.0
 # Episodes a sealed worker steps in lock step (fewer when the policy is slow or large to build,
 # or when there are fewer episodes): more of them share each message round trip.
 SEALED_SLOTS = 32
@@ -148,10 +152,12 @@ class _Worker:
     def _recv(self, deadline: float) -> Any:
         try:
             return self.channel.recv(deadline)
-        except FrameTimeout:
+        except FrameTimeout:  # a TimeoutError, hence an OSError: the caller's to handle
             raise
-        except (FrameError, OSError):
+        except (ChannelClosed, OSError):
             raise WorkerDied(*self.death()) from None
+        except FrameError as refused:
+            raise WorkerDied(*self.refuse(refused)) from None
 
     def load(self, job: WorkerJob) -> Loaded | LoadFailed:
         limits = self.lane.pool.limits
@@ -221,12 +227,30 @@ class _Worker:
         self.host.kill(self.child)
 
     def death(self) -> tuple[EpisodeErrorKind, str]:
-        """Why the worker went away (waits briefly for its host to say)."""
-        exited = self.host.wait_exit(self.child, timeout=10)
+        """Why the worker's channel closed: how the worker ended, as its host reports within
+        :data:`EXIT_REPORT_S`. A worker still running by then closed its channel itself (policy
+        code can): it is killed, and that is what the error says."""
+        exited = self.host.wait_exit(self.child, timeout=EXIT_REPORT_S)
+        if exited is None and self.host.alive:
+            self.kill()
+            self.host.wait_exit(self.child, timeout=EXIT_REPORT_S)
+            self.closed = True
+            return (
+                EpisodeErrorKind.WORKER_CRASH,
+                "the policy worker closed its channel to the judge and was killed",
+            )
         self.closed = True
-        if exited is None:
-            return describe_exit(None)
-        return describe_exit(exited.status)
+        return describe_exit(exited.status if exited is not None else None)
+
+    def refuse(self, problem: FrameError) -> tuple[EpisodeErrorKind, str]:
+        """Kill a worker that sent a frame the judge refuses (malformed, or over the channel's
+        cap). It is likely still running, since policy code can write to its channel: waiting
+        for it to end would stall the lane. :meth:`close` collects its exit."""
+        self.kill()
+        return (
+            EpisodeErrorKind.WORKER_CRASH,
+            f"the policy worker sent a message the judge refuses ({problem}) and was killed",
+        )
 
     def close(self) -> None:
         """Stop the worker (if running) and release its pipes."""

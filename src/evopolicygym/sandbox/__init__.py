@@ -16,6 +16,7 @@ _EXPORTS = {
     "bwrap_prefix": "_bwrap",
     "interpreter_paths": "_bwrap",
     "Channel": "_framing",
+    "ChannelClosed": "_framing",
     "FrameError": "_framing",
     "FrameTimeout": "_framing",
     "channel_pair": "_framing",
@@ -42,6 +43,7 @@ _EXPORTS = {
 
 __all__ = [
     "Channel",
+    "ChannelClosed",
     "FrameError",
     "FrameTimeout",
     "HostError",
@@ -70,7 +72,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from ._bwrap import bwrap_prefix, interpreter_paths
-    from ._framing import Channel, FrameError, FrameTimeout, channel_pair
+    from ._framing import Channel, ChannelClosed, FrameError, FrameTimeout, channel_pair
     from ._harden import harden, lower_rlimits
     from ._launch import HostError, HostProcess, SpawnedChild, sandbox_environment
     from ._levels import IsolationLevel, IsolationPlan, IsolationUnavailable, probe, probe_soon
