@@ -134,6 +134,33 @@ def test_a_sealed_reply_nested_too_deep_to_decode_fails_only_the_slot_that_sent_
     assert returns(results)[1:] == [(100 + i) % 8 + 2.0 for i in (1, 2, 3)]
 
 
+OVERSIZED_EPISODE_RESULT = f"""{FINDS_ITS_CHANNEL}
+from evopolicygym.protocol import EpisodeDone
+
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:  # well formed, and 64 MiB longer than any toy episode's result
+            send_to_judge(EpisodeDone(index=0, episode_return=99.0, length=1, stdout="x" * 2**26))
+        return 2
+"""
+
+
+@pytest.mark.parametrize("level", available_levels("namespaced", "basic", "process"))
+def test_a_train_frame_longer_than_the_runs_episodes_need_is_refused(tmp_path, level):
+    # Promise (SECURITY.md): policy code must not make the judge hold what the run does not
+    # need. It can write to its train worker's channel, whose frames the judge capped at 1 GiB
+    # only (then decoded into several times that): it now refuses, before reading its body,
+    # a frame longer than a recorded episode of the run's spaces and step cap can be (toy:
+    # about 16 MiB). The episode is a worker_crash naming the cap; the others play.
+    results = play(tmp_path, OVERSIZED_EPISODE_RESULT, n=3, level=level)
+    error = results[0].error
+    assert error is not None and error.category == "worker_crash", error
+    assert "exceeds the" in error.message and "-byte cap" in error.message
+    assert returns(results) == [0.0, 101 % 8 + 2.0, 102 % 8 + 2.0]
+
+
 WRITES_GARBAGE_AND_PLAYS_ON = f"""{FINDS_ITS_CHANNEL}
 import time
 

@@ -54,6 +54,7 @@ from evopolicygym.sandbox import (
     probe,
 )
 
+from ._bounds import train_message_cap
 from ._cpus import claim_cpus
 from ._exits import describe_exit
 from ._output import OutputDrain
@@ -505,6 +506,7 @@ class WorkerPool:
             obs_external=obs_external,
             compress_images=compress_images,
         )
+        cap = train_message_cap(job.obs_space, job.action_space, max_steps, self.limits)
         shares = _shares(tasks, self.jobs)
         results: dict[int, EpisodeDone] = {}
         failures: dict[int, LoadFailed] = {}
@@ -512,7 +514,7 @@ class WorkerPool:
 
         def lane(number: int, share: list[Task]) -> None:
             for result in self._run_train(
-                self.lanes[number], job, share, request, failures, number
+                self.lanes[number], job, share, request, failures, number, cap
             ):
                 with lock:
                     results[result.index] = result
@@ -601,11 +603,12 @@ class WorkerPool:
             thread.join()
         return outcomes
 
-    def _run_train(self, lane: _Lane, job, share, request, failures, number):
+    def _run_train(self, lane: _Lane, job, share, request, failures, number, cap: int):
         pending = list(share)
         started_once = False
         while pending:
             worker = lane.take_train()
+            worker.channel.max_bytes = cap  # policy code can write to this channel
             replaced = False
             try:
                 loaded = worker.load(job)
