@@ -15,6 +15,7 @@ cannot be imported or constructed fails the whole call with its :class:`LoadFail
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
@@ -495,7 +496,17 @@ class WorkerPool:
         """Run ``tasks``; results come back in task order, or a :class:`LoadFailed` when the
         policy cannot start. ``sealed`` runs hidden evaluation (the policy in its own process,
         apart from the environment, several episodes in lock step: :meth:`evaluate` with one
-        checkpoint); ``on_episode`` is called (from lane threads) as episodes finish."""
+        checkpoint); ``on_episode`` is called (from lane threads) as episodes finish.
+
+        Whatever a policy does ends as an episode error or a :class:`LoadFailed`; a train
+        worker's frames are capped at what its episodes can need (:func:`train_message_cap`).
+        An exception raised in a lane thread (a fault of the harness or of ``on_episode``,
+        such as a lane host that cannot start or a full disk) is re-raised here, as itself
+        with its traceback, once every lane has stopped (the others after the episode they are
+        playing). It is not turned into episode errors: that would charge the agent for the
+        judge's fault. The judge answers such a submit 500 naming the exception, and, never
+        having committed it, charges nothing (a submit that is not committed is rolled back:
+        docs/protocol/submit-lifecycle.md)."""
         if sealed:
             report = (lambda _number, result: on_episode(result)) if on_episode else None
             return self.evaluate([(job, tasks)], max_steps=max_steps, on_episode=report)[0]
@@ -511,15 +522,22 @@ class WorkerPool:
         results: dict[int, EpisodeDone] = {}
         failures: dict[int, LoadFailed] = {}
         lock = threading.Lock()
+        broken = threading.Event()  # a lane raised: the others stop after their episode
 
         def lane(number: int, share: list[Task]) -> None:
-            for result in self._run_train(
-                self.lanes[number], job, share, request, failures, number, cap
-            ):
-                with lock:
-                    results[result.index] = result
-                if on_episode:
-                    on_episode(result)
+            played = self._run_train(self.lanes[number], job, share, request, failures, number, cap)
+            try:
+                with contextlib.closing(played):  # stopped early, it retires its worker
+                    for result in played:
+                        with lock:
+                            results[result.index] = result
+                        if on_episode:
+                            on_episode(result)
+                        if broken.is_set():
+                            return
+            except BaseException:
+                broken.set()
+                raise
 
         _in_threads(lane, enumerate(shares))
         if failures:
@@ -544,7 +562,13 @@ class WorkerPool:
         ``on_outcome(number, outcome)`` from the calling thread, as soon as checkpoint
         ``number`` is done, so that nothing is reported once the caller is interrupted (lanes
         that are being stopped end their episodes with errors). A checkpoint that fails to
-        load on one lane is skipped by the lanes that have not started it yet."""
+        load on one lane is skipped by the lanes that have not started it yet.
+
+        An exception raised in a lane thread (a fault of the harness or of ``on_episode``) is
+        re-raised here as itself, with its traceback, as soon as it happens: hidden evaluation
+        cannot go on without that lane's share, and the caller ends the run (the other lanes
+        stop when the pool is closed). It is never turned into episode errors, which would
+        pass a harness fault off as the policy's."""
         request = RunEpisodes(tasks=[], max_steps=max_steps, record=False)
         lanes = min(self.jobs, max((len(tasks) for _, tasks in checkpoints), default=0))
         results: list[dict[int, EpisodeDone]] = [{} for _ in checkpoints]
@@ -672,12 +696,22 @@ def _shares(tasks: list[Task], lanes: int) -> list[list[Task]]:
 
 def _in_threads(target: Callable[..., None], arguments) -> None:
     """``target(*args)`` for each of ``arguments``, each in its own thread; returns when all
-    are done."""
-    threads = [threading.Thread(target=target, args=args, daemon=True) for args in arguments]
+    are done, raising the first exception a thread raised (with its traceback) if any did."""
+    raised: list[BaseException] = []
+
+    def call(*args) -> None:
+        try:
+            target(*args)
+        except BaseException as exc:
+            raised.append(exc)
+
+    threads = [threading.Thread(target=call, args=args, daemon=True) for args in arguments]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if raised:
+        raise raised[0]
 
 
 def _load_verdict(kind: EpisodeErrorKind) -> Verdict:
