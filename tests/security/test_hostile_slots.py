@@ -10,6 +10,7 @@ already cover is not repeated here.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import time
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from evopolicygym.cases import generate_splits
 from evopolicygym.envs import get_env
-from evopolicygym.judge import Judge, JudgeSettings, Ledger
+from evopolicygym.judge import Judge, JudgeSettings, Ledger, feedback
 from evopolicygym.protocol import LimitsSection
 from evopolicygym.rollout import EpisodeTask, WorkerPool
 from evopolicygym.run_session import EventLog, RunPaths
@@ -221,6 +222,78 @@ def test_a_train_worker_that_breaks_its_channel_is_killed_without_stalling_its_l
     assert error is not None and error.category == "worker_crash" and message in error.message
     assert results[1].error is None and results[1].episode_return == 101 % 8 + 2.0
     assert took < seconds, f"the submit took {took:.1f} s"
+
+
+# -- results the judge writes as feedback --------------------------------------------------------
+
+NESTS_ITS_ACTION = """
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        action = 2
+        for _ in range(300):  # deeper than JSON encoders go
+            action = [action]
+        return action if self.i == 0 else 2
+"""
+
+SENDS_RAGGED_STEPS = f"""{FINDS_ITS_CHANNEL}
+from evopolicygym.protocol import EpisodeDone, Steps
+
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:  # two actions, one reward
+            steps = Steps([], [0, 1], [0.0], [True], [False], [{{}}])
+            send_to_judge(EpisodeDone(index=0, episode_return=0.0, length=1, steps=steps))
+        return 2
+"""
+
+NAMES_ITS_OBSERVATION_FILE = f"""{FINDS_ITS_CHANNEL}
+from evopolicygym.protocol import EpisodeDone
+
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:
+            send_to_judge(EpisodeDone(
+                index=0, episode_return=0.0, length=1, obs_format="npy/../../../escaped",
+                observations=b"written where?",
+            ))
+        return 2
+"""
+
+
+@pytest.mark.parametrize(
+    "source, category",
+    [
+        (NESTS_ITS_ACTION, None),
+        (SENDS_RAGGED_STEPS, "worker_crash"),
+        (NAMES_ITS_OBSERVATION_FILE, "worker_crash"),
+    ],
+    ids=["nested-action", "ragged-steps", "observation-file-name"],
+)
+def test_a_submit_whose_results_cannot_be_written_as_sent_is_still_charged(arena, source, category):
+    # Promise (submit-lifecycle.md): a judged submit costs exactly its episodes, whatever its
+    # policy does. Results the judge could not write as feedback raised in the pool's lane
+    # thread: a careless action nested 300 deep (JSON encoders stop at 254), recorded steps
+    # whose columns do not line up, an observation file named outside its episode. The submit
+    # answered 500 (KeyError) and was never charged: its policy ran for free.
+    judge = arena.live.judge
+    outcome = arena.attack(source, episodes=2)
+    assert outcome.status == "ok", outcome.summary
+    assert judge.ledger.remaining == judge.settings.budget - 2
+    assert outcome.summary["returns"][1] == judge.settings.splits.train[1] % 8 + 2.0
+    if category is None:
+        trajectory = arena.paths.feedback / "submit_000" / "episodes" / "ep_000"
+        row = json.loads((trajectory / "trajectory.jsonl").read_text().splitlines()[0])
+        assert row["action"] == feedback.TOO_DEEP
+    else:
+        assert outcome.error(0)["category"] == category
+    assert not list(arena.paths.root.rglob("escaped"))
+    arena.served_normally()
 
 
 # -- randomness and hashing: the same checkpoint, the same hidden result -------------------------

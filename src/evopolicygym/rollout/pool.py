@@ -38,6 +38,7 @@ from evopolicygym.protocol import (
     Loaded,
     LoadFailed,
     RunEpisodes,
+    Steps,
     Task,
     Verdict,
     WorkerConfig,
@@ -213,7 +214,11 @@ class _Worker:
                 EpisodeErrorKind.EPISODE_TIMEOUT,
                 f"episode exceeded the {limits.rollout_wall_s} s limit and its worker was killed",
             ) from None
-        if not isinstance(reply, EpisodeDone) or reply.index not in wanted:
+        if (
+            not isinstance(reply, EpisodeDone)
+            or reply.index not in wanted
+            or not _steps_line_up(reply.steps)
+        ):
             self.kill()
             raise WorkerDied(
                 EpisodeErrorKind.WORKER_CRASH,
@@ -712,6 +717,16 @@ def _in_threads(target: Callable[..., None], arguments) -> None:
         thread.join()
     if raised:
         raise raised[0]
+
+
+def _steps_line_up(steps: Steps | None) -> bool:
+    """Whether recorded ``steps`` have one entry per step in every column (``obs`` may be
+    empty: the observations are in a file), as the judge writes them into rows."""
+    if steps is None:
+        return True
+    count = len(steps.actions)
+    columns = (steps.rewards, steps.terminated, steps.truncated, steps.infos)
+    return all(len(column) == count for column in columns) and len(steps.obs) in (0, count)
 
 
 def _load_verdict(kind: EpisodeErrorKind) -> Verdict:
