@@ -1,6 +1,7 @@
 """Hostile and broken policies against real worker processes: every failure becomes a verdict or
 an episode error with a reason, and the other episodes still run."""
 
+import errno
 import importlib.resources
 import importlib.util
 import json
@@ -309,6 +310,33 @@ def test_episodes_are_dealt_round_robin_and_results_keep_task_order(tmp_path):
     assert [r.index for r in results] == list(range(6))
     pids = [r.stdout.strip() for r in results]
     assert pids[0] == pids[3] and pids[1] == pids[4] and pids[2] == pids[5] and len(set(pids)) == 3
+
+
+def test_an_exception_in_a_lane_thread_is_raised_as_itself_once_the_lanes_have_stopped(tmp_path):
+    # Promise (WorkerPool.run): a fault of the harness in a lane thread (here the feedback
+    # writer's full disk, in on_episode) is raised to the caller as itself with its traceback
+    # (it was lost, and the caller got a KeyError for the lane's missing results), and only
+    # once every lane has stopped: the pool serves the next call as if nothing happened.
+    write_policy(tmp_path / "ck", constant_policy(2))
+    pool = WorkerPool(TOY.model_dump(), 2, LimitsSection(), tmp_path / "w.log", plan=PROCESS)
+    seen = []
+
+    def disk_full(result):
+        seen.append(result.index)
+        if result.index == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    try:
+        job = job_from_dir(tmp_path / "ck", TOY, {"env": "toy"})
+        tasks = [EpisodeTask(i, 100 + i, i) for i in range(6)]
+        with pytest.raises(OSError, match="No space left on device") as raised:
+            pool.run(job, tasks, record=True, max_steps=1, on_episode=disk_full)
+        assert raised.traceback[-1].name == "disk_full"
+        assert 4 not in seen  # lane 0 stopped at its failure
+        again = pool.run(job, tasks, record=True, max_steps=1)
+        assert [r.episode_return for r in again] == [(100 + i) % 8 + 2.0 for i in range(6)]
+    finally:
+        pool.close()
 
 
 TAMPERING_POLICY = """

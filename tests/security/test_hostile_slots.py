@@ -10,14 +10,16 @@ already cover is not repeated here.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from evopolicygym.cases import generate_splits
 from evopolicygym.envs import get_env
-from evopolicygym.judge import Judge, JudgeSettings, Ledger
+from evopolicygym.judge import Judge, JudgeSettings, Ledger, feedback
 from evopolicygym.protocol import LimitsSection
 from evopolicygym.rollout import EpisodeTask, WorkerPool
 from evopolicygym.run_session import EventLog, RunPaths
@@ -62,16 +64,24 @@ def returns(results) -> list[float]:
 # where the message type allows any value (an observation of a recorded step, an action).
 TOO_DEEP = 'b"\\x91" * 200000 + b"\\xc0"'
 
-DEEP_EPISODE_RESULT = f"""
+# Policy code that finds its train worker's channel to the judge (the worker's local variable).
+FINDS_ITS_CHANNEL = """
 import struct, sys
 import msgspec
-from evopolicygym.protocol import EpisodeDone, Steps
 
 def judge_channel():
     frame = sys._getframe()
     while "channel" not in frame.f_locals:
         frame = frame.f_back
     return frame.f_locals["channel"]
+
+def send_to_judge(message):
+    body = msgspec.msgpack.encode(message)
+    judge_channel().sock.sendall(struct.pack(">I", len(body)) + body)
+"""
+
+DEEP_EPISODE_RESULT = f"""{FINDS_ITS_CHANNEL}
+from evopolicygym.protocol import EpisodeDone, Steps
 
 class Policy:
     def __init__(self, *args): pass
@@ -123,6 +133,198 @@ def test_a_sealed_reply_nested_too_deep_to_decode_fails_only_the_slot_that_sent_
     assert results[0].error is not None
     assert [r.error for r in results[1:]] == [None, None, None]
     assert returns(results)[1:] == [(100 + i) % 8 + 2.0 for i in (1, 2, 3)]
+
+
+OVERSIZED_EPISODE_RESULT = f"""{FINDS_ITS_CHANNEL}
+from evopolicygym.protocol import EpisodeDone
+
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:  # well formed, and 64 MiB longer than any toy episode's result
+            send_to_judge(EpisodeDone(index=0, episode_return=99.0, length=1, stdout="x" * 2**26))
+        return 2
+"""
+
+
+@pytest.mark.parametrize("level", available_levels("namespaced", "basic", "process"))
+def test_a_train_frame_longer_than_the_runs_episodes_need_is_refused(tmp_path, level):
+    # Promise (SECURITY.md): policy code must not make the judge hold what the run does not
+    # need. It can write to its train worker's channel, whose frames the judge capped at 1 GiB
+    # only (then decoded into several times that): it now refuses, before reading its body,
+    # a frame longer than a recorded episode of the run's spaces and step cap can be (toy:
+    # about 16 MiB). The episode is a worker_crash naming the cap; the others play.
+    results = play(tmp_path, OVERSIZED_EPISODE_RESULT, n=3, level=level)
+    error = results[0].error
+    assert error is not None and error.category == "worker_crash", error
+    assert "exceeds the" in error.message and "-byte cap" in error.message
+    assert returns(results) == [0.0, 101 % 8 + 2.0, 102 % 8 + 2.0]
+
+
+WRITES_GARBAGE_AND_PLAYS_ON = f"""{FINDS_ITS_CHANNEL}
+import time
+
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:
+            judge_channel().sock.sendall(struct.pack(">I", 7) + b"garbage")
+            time.sleep(8)  # still running, well within the act limit
+        return 2
+"""
+
+CLOSES_ITS_CHANNEL_AND_PLAYS_ON = f"""{FINDS_ITS_CHANNEL}
+import socket, time
+
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:
+            judge_channel().sock.shutdown(socket.SHUT_RDWR)
+            time.sleep(8)
+        return 2
+"""
+
+
+@pytest.mark.parametrize(
+    "source, message, seconds",
+    [
+        (WRITES_GARBAGE_AND_PLAYS_ON, "sent a message the judge refuses (malformed", 3.0),
+        (CLOSES_ITS_CHANNEL_AND_PLAYS_ON, "closed its channel to the judge and was killed", 6.0),
+    ],
+    ids=["garbage", "closed"],
+)
+@pytest.mark.parametrize("level", available_levels("namespaced", "basic", "process"))
+def test_a_train_worker_that_breaks_its_channel_is_killed_without_stalling_its_lane(
+    tmp_path, level, source, message, seconds
+):
+    # Promise (SECURITY.md): nothing a policy does may stall the judge. A worker that sent a
+    # frame the judge refuses is still running, yet the judge waited 10 s for its host to
+    # report its exit before going on (then gave up: "exit status unknown"). It is killed at
+    # once; a worker whose channel closed gets 2 s to be reported ended, then is killed.
+    spec = get_env("toy")
+    write_policy(tmp_path / "ck", source)
+    plan = probe(level)
+    pool = WorkerPool(spec.model_dump(), 1, LimitsSection(), tmp_path / "w.log", plan=plan)
+    try:
+        pool.prewarm()
+        job = job_from_dir(tmp_path / "ck", spec, {"env": "toy"})
+        tasks = [EpisodeTask(i, 100 + i, i) for i in range(2)]
+        started = time.monotonic()
+        results = pool.run(job, tasks, record=True, max_steps=1)
+        took = time.monotonic() - started
+    finally:
+        pool.close()
+    error = results[0].error
+    assert error is not None and error.category == "worker_crash" and message in error.message
+    assert results[1].error is None and results[1].episode_return == 101 % 8 + 2.0
+    assert took < seconds, f"the submit took {took:.1f} s"
+
+
+# -- results the judge writes as feedback --------------------------------------------------------
+
+NESTS_ITS_ACTION = """
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        action = 2
+        for _ in range(300):  # deeper than JSON encoders go
+            action = [action]
+        return action if self.i == 0 else 2
+"""
+
+SENDS_RAGGED_STEPS = f"""{FINDS_ITS_CHANNEL}
+from evopolicygym.protocol import EpisodeDone, Steps
+
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:  # two actions, one reward
+            steps = Steps([], [0, 1], [0.0], [True], [False], [{{}}])
+            send_to_judge(EpisodeDone(index=0, episode_return=0.0, length=1, steps=steps))
+        return 2
+"""
+
+NAMES_ITS_OBSERVATION_FILE = f"""{FINDS_ITS_CHANNEL}
+from evopolicygym.protocol import EpisodeDone
+
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:
+            send_to_judge(EpisodeDone(
+                index=0, episode_return=0.0, length=1, obs_format="npy/../../../escaped",
+                observations=b"written where?",
+            ))
+        return 2
+"""
+
+
+@pytest.mark.parametrize(
+    "source, category",
+    [
+        (NESTS_ITS_ACTION, None),
+        (SENDS_RAGGED_STEPS, "worker_crash"),
+        (NAMES_ITS_OBSERVATION_FILE, "worker_crash"),
+    ],
+    ids=["nested-action", "ragged-steps", "observation-file-name"],
+)
+def test_a_submit_whose_results_cannot_be_written_as_sent_is_still_charged(arena, source, category):
+    # Promise (submit-lifecycle.md): a judged submit costs exactly its episodes, whatever its
+    # policy does. Results the judge could not write as feedback raised in the pool's lane
+    # thread: a careless action nested 300 deep (JSON encoders stop at 254), recorded steps
+    # whose columns do not line up, an observation file named outside its episode. The submit
+    # answered 500 (KeyError) and was never charged: its policy ran for free.
+    judge = arena.live.judge
+    outcome = arena.attack(source, episodes=2)
+    assert outcome.status == "ok", outcome.summary
+    assert judge.ledger.remaining == judge.settings.budget - 2
+    assert outcome.summary["returns"][1] == judge.settings.splits.train[1] % 8 + 2.0
+    if category is None:
+        trajectory = arena.paths.feedback / "submit_000" / "episodes" / "ep_000"
+        row = json.loads((trajectory / "trajectory.jsonl").read_text().splitlines()[0])
+        assert row["action"] == feedback.TOO_DEEP
+    else:
+        assert outcome.error(0)["category"] == category
+    assert not list(arena.paths.root.rglob("escaped"))
+    arena.served_normally()
+
+
+INFINITE_REWARDS = """
+import gc
+
+class Policy:
+    def __init__(self, *args):  # train workers share the process with the environment
+        for world in gc.get_objects():
+            if type(world).__name__ == "ToyWorld":
+                step = type(world).step
+                type(world).step = lambda w, a: step(w, a)._replace(reward=float("inf"))
+    def reset(self, i): pass
+    def act(self, obs): return 2
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: a non-finite train return fails the submit's summary (500, uncharged)",
+)
+@pytest.mark.parametrize("level", ["process"])  # the same at every level
+def test_a_submit_with_infinite_train_returns_is_charged(arena):
+    # Promise (submit-lifecycle.md): a judged submit costs exactly its episodes, whatever its
+    # policy does. A train policy may fool its own feedback, infinite returns included; the
+    # summary's statistics (statistics.pstdev) and the journal's record refuse them, so the
+    # submit answers 500 and is never charged.
+    write_policy(arena.paths.system, INFINITE_REWARDS)
+    response = arena.live.submit([0, 1])
+    judge = arena.live.judge
+    assert response.status == 200, response.body
+    assert judge.ledger.remaining == judge.settings.budget - 2
 
 
 # -- randomness and hashing: the same checkpoint, the same hidden result -------------------------

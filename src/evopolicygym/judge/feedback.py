@@ -7,6 +7,7 @@ import json
 import shutil
 import statistics
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -33,6 +34,10 @@ def episode_statistics(results: list[EpisodeResult]) -> dict:
         "errors": [i for i, r in enumerate(results) if r.error is not None],
         "timeouts": [i for i, r in enumerate(results) if r.timed_out],
     }
+
+
+# What a trajectory row holds in place of a value nested too deep to write as JSON.
+TOO_DEEP = "<not recorded: nested too deep for JSON>"
 
 
 def trajectory_jsonl(steps: Steps | None) -> bytes:
@@ -66,8 +71,26 @@ def trajectory_jsonl(steps: Steps | None) -> bytes:
         try:
             lines.append(orjson.dumps(row))
         except TypeError:
-            lines.append(orjson.dumps(to_jsonsafe(row)))
+            lines.append(_jsonsafe_row(row))
     return b"\n".join(lines) + b"\n"
+
+
+def _jsonsafe_row(row: dict[str, Any]) -> bytes:
+    """A row orjson cannot write as it is, made JSON-safe. A value nested deeper than JSON
+    encoders go (orjson stops at 254 levels, ``to_jsonsafe`` at Python's recursion limit) is
+    replaced by :data:`TOO_DEEP`: a policy's action is recorded as it returned it, and its
+    episode's feedback must be written whatever it returned."""
+    try:
+        return orjson.dumps(to_jsonsafe(row))
+    except (TypeError, RecursionError):
+        pass
+    safe = {}
+    for key, value in row.items():
+        try:
+            safe[key] = orjson.Fragment(orjson.dumps(to_jsonsafe(value)))
+        except (TypeError, RecursionError):
+            safe[key] = TOO_DEEP
+    return orjson.dumps(safe)
 
 
 def episode_error_line(local: int, result: EpisodeResult) -> ErrorLine:

@@ -23,7 +23,7 @@ unknown fields and wrong types, and the judge caps frame sizes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -189,7 +189,7 @@ class Steps(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
 
 class EpisodeDone(_Message, tag="episode_done"):
     """One finished (or failed) episode. ``steps`` are its recorded steps and ``observations``
-    the ``.npy``/``.npz`` bytes (``obs_format``) when it was recorded."""
+    the ``.npy``/``.npz`` bytes (``obs_format``, the file's suffix) when it was recorded."""
 
     index: int
     episode_return: float
@@ -197,7 +197,7 @@ class EpisodeDone(_Message, tag="episode_done"):
     error: EpisodeError | None = None
     stdout: str = ""
     stderr: str = ""
-    obs_format: str | None = None
+    obs_format: Literal["npy", "npz"] | None = None
     steps: Steps | None = None
     observations: bytes = b""
 

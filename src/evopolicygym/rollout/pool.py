@@ -8,13 +8,14 @@ its share of the next checkpoint without waiting for the other lanes: :meth:`Wor
 
 Episodes are dealt to lanes round-robin (episode ``i`` to lane ``i % jobs``), so the assignment,
 and any policy state carried between a worker's episodes, does not depend on timing. A train
-worker that dies or overruns a limit is killed, the episode gets an error saying which limit,
-and a fresh worker takes the lane's remaining episodes. A policy that cannot be imported or
-constructed fails the whole call with its :class:`LoadFailed` verdict.
+worker that dies, overruns a limit or sends what the judge refuses is killed, the episode gets
+an error saying why, and a fresh worker takes the lane's remaining episodes. A policy that
+cannot be imported or constructed fails the whole call with its :class:`LoadFailed` verdict.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
@@ -37,6 +38,7 @@ from evopolicygym.protocol import (
     Loaded,
     LoadFailed,
     RunEpisodes,
+    Steps,
     Task,
     Verdict,
     WorkerConfig,
@@ -45,6 +47,7 @@ from evopolicygym.protocol import (
 )
 from evopolicygym.sandbox import (
     Channel,
+    ChannelClosed,
     FrameError,
     FrameTimeout,
     HostError,
@@ -53,6 +56,7 @@ from evopolicygym.sandbox import (
     probe,
 )
 
+from ._bounds import train_message_cap
 from ._cpus import claim_cpus
 from ._exits import describe_exit
 from ._output import OutputDrain
@@ -61,6 +65,9 @@ from ._output import OutputDrain
 # construction for a load, result serialization for episodes.
 INIT_GRACE_S = 60.0
 EPISODE_GRACE_S = 15.0
+# Seconds the judge waits for a lane host to report how a worker ended once its channel has
+# closed (the report takes milliseconds); a worker not reported by then is still running.
+EXIT_REPORT_S = 2.0
 # Episodes a sealed worker steps in lock step (fewer when the envspec says so, when the policy
 # is slow or large to build, or when there are fewer episodes): more of them share each message
 # round trip.
@@ -149,10 +156,12 @@ class _Worker:
     def _recv(self, deadline: float) -> Any:
         try:
             return self.channel.recv(deadline)
-        except FrameTimeout:
+        except FrameTimeout:  # a TimeoutError, hence an OSError: the caller's to handle
             raise
-        except (FrameError, OSError):
+        except (ChannelClosed, OSError):
             raise WorkerDied(*self.death()) from None
+        except FrameError as refused:
+            raise WorkerDied(*self.refuse(refused)) from None
 
     def load(self, job: WorkerJob) -> Loaded | LoadFailed:
         limits = self.lane.pool.limits
@@ -206,7 +215,11 @@ class _Worker:
                 EpisodeErrorKind.EPISODE_TIMEOUT,
                 f"episode exceeded the {limits.rollout_wall_s} s limit and its worker was killed",
             ) from None
-        if not isinstance(reply, EpisodeDone) or reply.index not in wanted:
+        if (
+            not isinstance(reply, EpisodeDone)
+            or reply.index not in wanted
+            or not _steps_line_up(reply.steps)
+        ):
             self.kill()
             raise WorkerDied(
                 EpisodeErrorKind.WORKER_CRASH,
@@ -222,12 +235,30 @@ class _Worker:
         self.host.kill(self.child)
 
     def death(self) -> tuple[EpisodeErrorKind, str]:
-        """Why the worker went away (waits briefly for its host to say)."""
-        exited = self.host.wait_exit(self.child, timeout=10)
+        """Why the worker's channel closed: how the worker ended, as its host reports within
+        :data:`EXIT_REPORT_S`. A worker still running by then closed its channel itself (policy
+        code can): it is killed, and that is what the error says."""
+        exited = self.host.wait_exit(self.child, timeout=EXIT_REPORT_S)
+        if exited is None and self.host.alive:
+            self.kill()
+            self.host.wait_exit(self.child, timeout=EXIT_REPORT_S)
+            self.closed = True
+            return (
+                EpisodeErrorKind.WORKER_CRASH,
+                "the policy worker closed its channel to the judge and was killed",
+            )
         self.closed = True
-        if exited is None:
-            return describe_exit(None)
-        return describe_exit(exited.status)
+        return describe_exit(exited.status if exited is not None else None)
+
+    def refuse(self, problem: FrameError) -> tuple[EpisodeErrorKind, str]:
+        """Kill a worker that sent a frame the judge refuses (malformed, or over the channel's
+        cap). It is likely still running, since policy code can write to its channel: waiting
+        for it to end would stall the lane. :meth:`close` collects its exit."""
+        self.kill()
+        return (
+            EpisodeErrorKind.WORKER_CRASH,
+            f"the policy worker sent a message the judge refuses ({problem}) and was killed",
+        )
 
     def close(self) -> None:
         """Stop the worker (if running) and release its pipes."""
@@ -475,7 +506,17 @@ class WorkerPool:
         """Run ``tasks``; results come back in task order, or a :class:`LoadFailed` when the
         policy cannot start. ``sealed`` runs hidden evaluation (the policy in its own process,
         apart from the environment, several episodes in lock step: :meth:`evaluate` with one
-        checkpoint); ``on_episode`` is called (from lane threads) as episodes finish."""
+        checkpoint); ``on_episode`` is called (from lane threads) as episodes finish.
+
+        Whatever a policy does ends as an episode error or a :class:`LoadFailed`; a train
+        worker's frames are capped at what its episodes can need (:func:`train_message_cap`).
+        An exception raised in a lane thread (a fault of the harness or of ``on_episode``,
+        such as a lane host that cannot start or a full disk) is re-raised here, as itself
+        with its traceback, once every lane has stopped (the others after the episode they are
+        playing). It is not turned into episode errors: that would charge the agent for the
+        judge's fault. The judge answers such a submit 500 naming the exception, and, never
+        having committed it, charges nothing (a submit that is not committed is rolled back:
+        docs/protocol/submit-lifecycle.md)."""
         if sealed:
             report = (lambda _number, result: on_episode(result)) if on_episode else None
             return self.evaluate([(job, tasks)], max_steps=max_steps, on_episode=report)[0]
@@ -486,19 +527,27 @@ class WorkerPool:
             obs_external=obs_external,
             compress_images=compress_images,
         )
+        cap = train_message_cap(job.obs_space, job.action_space, max_steps, self.limits)
         shares = _shares(tasks, self.jobs)
         results: dict[int, EpisodeDone] = {}
         failures: dict[int, LoadFailed] = {}
         lock = threading.Lock()
+        broken = threading.Event()  # a lane raised: the others stop after their episode
 
         def lane(number: int, share: list[Task]) -> None:
-            for result in self._run_train(
-                self.lanes[number], job, share, request, failures, number
-            ):
-                with lock:
-                    results[result.index] = result
-                if on_episode:
-                    on_episode(result)
+            played = self._run_train(self.lanes[number], job, share, request, failures, number, cap)
+            try:
+                with contextlib.closing(played):  # stopped early, it retires its worker
+                    for result in played:
+                        with lock:
+                            results[result.index] = result
+                        if on_episode:
+                            on_episode(result)
+                        if broken.is_set():
+                            return
+            except BaseException:
+                broken.set()
+                raise
 
         _in_threads(lane, enumerate(shares))
         if failures:
@@ -523,7 +572,13 @@ class WorkerPool:
         ``on_outcome(number, outcome)`` from the calling thread, as soon as checkpoint
         ``number`` is done, so that nothing is reported once the caller is interrupted (lanes
         that are being stopped end their episodes with errors). A checkpoint that fails to
-        load on one lane is skipped by the lanes that have not started it yet."""
+        load on one lane is skipped by the lanes that have not started it yet.
+
+        An exception raised in a lane thread (a fault of the harness or of ``on_episode``) is
+        re-raised here as itself, with its traceback, as soon as it happens: hidden evaluation
+        cannot go on without that lane's share, and the caller ends the run (the other lanes
+        stop when the pool is closed). It is never turned into episode errors, which would
+        pass a harness fault off as the policy's."""
         request = RunEpisodes(tasks=[], max_steps=max_steps, record=False)
         lanes = min(self.jobs, max((len(tasks) for _, tasks in checkpoints), default=0))
         results: list[dict[int, EpisodeDone]] = [{} for _ in checkpoints]
@@ -582,11 +637,12 @@ class WorkerPool:
             thread.join()
         return outcomes
 
-    def _run_train(self, lane: _Lane, job, share, request, failures, number):
+    def _run_train(self, lane: _Lane, job, share, request, failures, number, cap: int):
         pending = list(share)
         started_once = False
         while pending:
             worker = lane.take_train()
+            worker.channel.max_bytes = cap  # policy code can write to this channel
             replaced = False
             try:
                 loaded = worker.load(job)
@@ -650,12 +706,32 @@ def _shares(tasks: list[Task], lanes: int) -> list[list[Task]]:
 
 def _in_threads(target: Callable[..., None], arguments) -> None:
     """``target(*args)`` for each of ``arguments``, each in its own thread; returns when all
-    are done."""
-    threads = [threading.Thread(target=target, args=args, daemon=True) for args in arguments]
+    are done, raising the first exception a thread raised (with its traceback) if any did."""
+    raised: list[BaseException] = []
+
+    def call(*args) -> None:
+        try:
+            target(*args)
+        except BaseException as exc:
+            raised.append(exc)
+
+    threads = [threading.Thread(target=call, args=args, daemon=True) for args in arguments]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if raised:
+        raise raised[0]
+
+
+def _steps_line_up(steps: Steps | None) -> bool:
+    """Whether recorded ``steps`` have one entry per step in every column (``obs`` may be
+    empty: the observations are in a file), as the judge writes them into rows."""
+    if steps is None:
+        return True
+    count = len(steps.actions)
+    columns = (steps.rewards, steps.terminated, steps.truncated, steps.infos)
+    return all(len(column) == count for column in columns) and len(steps.obs) in (0, count)
 
 
 def _load_verdict(kind: EpisodeErrorKind) -> Verdict:

@@ -15,7 +15,9 @@ from evopolicygym._lazy import lazy_exports
 _EXPORTS = {
     "bwrap_prefix": "_bwrap",
     "interpreter_paths": "_bwrap",
+    "DEFAULT_MAX_BYTES": "_framing",
     "Channel": "_framing",
+    "ChannelClosed": "_framing",
     "FrameError": "_framing",
     "FrameTimeout": "_framing",
     "channel_pair": "_framing",
@@ -41,7 +43,9 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "Channel",
+    "ChannelClosed",
     "FrameError",
     "FrameTimeout",
     "HostError",
@@ -70,7 +74,14 @@ __all__ = [
 
 if TYPE_CHECKING:
     from ._bwrap import bwrap_prefix, interpreter_paths
-    from ._framing import Channel, FrameError, FrameTimeout, channel_pair
+    from ._framing import (
+        DEFAULT_MAX_BYTES,
+        Channel,
+        ChannelClosed,
+        FrameError,
+        FrameTimeout,
+        channel_pair,
+    )
     from ._harden import harden, lower_rlimits
     from ._launch import HostError, HostProcess, SpawnedChild, sandbox_environment
     from ._levels import IsolationLevel, IsolationPlan, IsolationUnavailable, probe, probe_soon

@@ -29,6 +29,11 @@ class FrameError(RuntimeError):
     """The peer closed the channel or sent something that is not a valid message."""
 
 
+class ChannelClosed(FrameError):
+    """The peer closed the channel (its process ended, or closed its end): nothing more comes.
+    Any other :class:`FrameError` is a frame the receiver refused."""
+
+
 class FrameTimeout(TimeoutError):
     """No complete message arrived before the deadline."""
 
@@ -147,7 +152,7 @@ class Channel:
             except ConnectionResetError:
                 data = b""
             if not data:
-                raise FrameError("the peer closed the channel")
+                raise ChannelClosed("the peer closed the channel")
             self._buffer += data
             return
         fds = array.array("i")
@@ -162,7 +167,7 @@ class Channel:
                 fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
         self._fds.extend(fds)
         if not data:
-            raise FrameError("the peer closed the channel")
+            raise ChannelClosed("the peer closed the channel")
         self._buffer += data
 
     def _missing(self) -> int:
