@@ -310,21 +310,20 @@ class Policy:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a non-finite train return fails the submit's summary (500, uncharged)",
-)
 @pytest.mark.parametrize("level", ["process"])  # the same at every level
 def test_a_submit_with_infinite_train_returns_is_charged(arena):
     # Promise (submit-lifecycle.md): a judged submit costs exactly its episodes, whatever its
     # policy does. A train policy may fool its own feedback, infinite returns included; the
-    # summary's statistics (statistics.pstdev) and the journal's record refuse them, so the
-    # submit answers 500 and is never charged.
-    write_policy(arena.paths.system, INFINITE_REWARDS)
-    response = arena.live.submit([0, 1])
+    # summary's statistics (statistics.pstdev) and the journal's record refused them, so the
+    # submit answered 500 and was never charged. Such an episode is an env_error worth 0.
+    outcome = arena.attack(INFINITE_REWARDS, episodes=2)
     judge = arena.live.judge
-    assert response.status == 200, response.body
     assert judge.ledger.remaining == judge.settings.budget - 2
+    assert outcome.summary["returns"] == [0.0, 0.0] and outcome.summary["errors"] == [0, 1]
+    error = outcome.error()
+    assert error["category"] == "env_error"
+    assert "not a finite number (inf)" in error["message"]
+    arena.served_normally()
 
 
 # -- randomness and hashing: the same checkpoint, the same hidden result -------------------------

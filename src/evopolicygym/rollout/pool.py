@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import queue
 import threading
 import time
@@ -225,6 +226,8 @@ class _Worker:
                 EpisodeErrorKind.WORKER_CRASH,
                 "the policy worker sent an invalid episode result",
             )
+        if not math.isfinite(reply.episode_return):
+            _refuse_return(reply)
         if not self.sealed:
             out, err = self.lane.pool.output.cut(self.key)
             reply.stdout += out
@@ -722,6 +725,22 @@ def _in_threads(target: Callable[..., None], arguments) -> None:
         thread.join()
     if raised:
         raise raised[0]
+
+
+def _refuse_return(done: EpisodeDone) -> None:
+    """Turn an episode whose return is not a finite number into an ``env_error`` with return 0
+    (an error it already had stays). Summaries, journal records and scores hold finite numbers
+    only; a train policy can make its rewards infinite (it shares its process with the
+    environment), and the submit must still be charged, as any other."""
+    value = done.episode_return
+    done.episode_return = 0.0
+    if done.error is None:
+        done.error = EpisodeError(
+            EpisodeErrorKind.ENV_ERROR,
+            f"the episode's return is not a finite number ({value}); it counts as 0",
+            None,
+            done.length,
+        )
 
 
 def _steps_line_up(steps: Steps | None) -> bool:
