@@ -706,6 +706,47 @@ def test_lock_step_hidden_evaluation_gives_what_one_episode_at_a_time_gives(tmp_
     assert len({r.episode_return for r in sequential}) > 3  # the episodes do differ
 
 
+HOLDS_EVERY_PROCESS_SLOT = """
+import threading, time
+class Policy:
+    def __init__(self, *args):  # holds every task the lane's cap allows, for two seconds
+        try:
+            while True:
+                threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
+        except RuntimeError:
+            pass
+    def reset(self, i): pass
+    def act(self, obs): return 2
+"""
+
+
+@pytest.mark.skipif(PROCESS.process_cap == "none", reason="no process cap here")
+def test_a_full_process_cap_delays_the_next_worker_and_keeps_the_lane(tmp_path):
+    # The judge starts the next worker once a checkpoint has loaded. While this policy held
+    # every slot of the lane's process cap, the lane host's fork failed and the host died,
+    # taking every worker of the lane with it; now it says it could not fork, keeps serving,
+    # and the judge asks again after a pause.
+    pool = WorkerPool(
+        TOY.model_dump(), 1, LimitsSection(max_processes=48), tmp_path / "w.log", plan=PROCESS
+    )
+    try:
+        tasks = [EpisodeTask(0, 100, 0)]
+        for name, source in (("holder", HOLDS_EVERY_PROCESS_SLOT), ("honest", constant_policy(2))):
+            write_policy(tmp_path / name, source)
+        holder = job_from_dir(tmp_path / "holder", TOY, {"env": "toy"})
+        held = pool.run(holder, tasks, record=True, max_steps=1)
+        host = pool.lanes[0].host
+        time.sleep(0.5)  # the next worker's first fork fails meanwhile
+        honest = job_from_dir(tmp_path / "honest", TOY, {"env": "toy"})
+        played = pool.run(honest, tasks, record=True, max_steps=1)
+        assert [r.error for r in held + played] == [None, None]
+        assert played[0].episode_return == 100 % 8 + 2.0
+        assert pool.lanes[0].host is host and host.alive
+    finally:
+        pool.close()
+    assert "Traceback" not in (tmp_path / "w.log").read_text()
+
+
 RANDOM_POLICY = (
     importlib.resources.files("evopolicygym.agents.builtin") / "policy_random.py"
 ).read_text()

@@ -61,6 +61,14 @@ class Spawned(_Message, tag="spawned"):
     pid: int
 
 
+class SpawnFailed(_Message, tag="spawn_failed"):
+    """Reply to :class:`Spawn` when the host could not fork (the lane's process cap is full,
+    say, while a policy holds every slot); the host itself goes on serving."""
+
+    child: int
+    message: str
+
+
 class Kill(_Message, tag="kill"):
     """Kill a child and every process it left behind."""
 
@@ -76,7 +84,7 @@ class Exited(_Message, tag="exited"):
     strays: int
 
 
-HostReply = HostUp | Spawned | Exited
+HostReply = HostUp | Spawned | SpawnFailed | Exited
 HostRequest = Spawn | Kill
 
 

@@ -54,6 +54,7 @@ from evopolicygym.sandbox import (
     HostError,
     HostProcess,
     IsolationPlan,
+    SpawnRefused,
     probe,
 )
 
@@ -66,6 +67,9 @@ from ._output import OutputDrain
 # construction for a load, result serialization for episodes.
 INIT_GRACE_S = 60.0
 EPISODE_GRACE_S = 15.0
+# Pauses before asking a lane host again for a worker it could not fork (its process cap was
+# full): a killed worker's processes and threads take a moment to exit.
+SPAWN_PAUSES_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 # Seconds the judge waits for a lane host to report how a worker ended once its channel has
 # closed (the report takes milliseconds); a worker not reported by then is still running.
 EXIT_REPORT_S = 2.0
@@ -328,17 +332,27 @@ class _Lane:
         worker.close()
 
     def _spawn(self, sealed: bool) -> _Worker:
-        for attempt in range(2):
+        """A new worker. A host that cannot fork (the lane's process cap is full: a policy's
+        processes or threads have not all exited yet) is asked again after growing pauses; a
+        host that is gone or does not answer is replaced once."""
+        replaced = False
+        pauses = iter(SPAWN_PAUSES_S)
+        while True:
             try:
                 return _Worker(self, sealed)
-            except HostError:
-                if attempt:
+            except SpawnRefused:
+                pause = next(pauses, None)
+                if pause is None:
                     raise
-                with self.host_lock:  # a host that failed us once is replaced
+                time.sleep(pause)
+            except HostError:
+                if replaced:
+                    raise
+                replaced = True
+                with self.host_lock:
                     if self.host is not None:
                         self.host.terminate()
                         self.host = None
-        raise AssertionError("unreachable")
 
     def take_train(self) -> _Worker:
         """The warm train worker (one started now if none waits). The caller starts the next

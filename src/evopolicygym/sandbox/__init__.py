@@ -25,6 +25,7 @@ _EXPORTS = {
     "lower_rlimits": "_harden",
     "HostError": "_launch",
     "HostProcess": "_launch",
+    "SpawnRefused": "_launch",
     "SpawnedChild": "_launch",
     "sandbox_environment": "_launch",
     "IsolationLevel": "_levels",
@@ -53,6 +54,7 @@ __all__ = [
     "IsolationLevel",
     "IsolationPlan",
     "IsolationUnavailable",
+    "SpawnRefused",
     "SpawnedChild",
     "become_subreaper",
     "bwrap_prefix",
@@ -83,7 +85,13 @@ if TYPE_CHECKING:
         channel_pair,
     )
     from ._harden import harden, lower_rlimits
-    from ._launch import HostError, HostProcess, SpawnedChild, sandbox_environment
+    from ._launch import (
+        HostError,
+        HostProcess,
+        SpawnedChild,
+        SpawnRefused,
+        sandbox_environment,
+    )
     from ._levels import IsolationLevel, IsolationPlan, IsolationUnavailable, probe, probe_soon
     from ._proctree import (
         become_subreaper,

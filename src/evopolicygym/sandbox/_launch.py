@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evopolicygym.protocol import Exited, HostReply, HostUp, Kill, Spawn, Spawned
+from evopolicygym.protocol import Exited, HostReply, HostUp, Kill, Spawn, Spawned, SpawnFailed
 
 from ._bwrap import bwrap_prefix
 from ._framing import Channel, FrameError
@@ -86,6 +86,11 @@ _LAUNCHER = _Launcher()
 
 class HostError(RuntimeError):
     """The host is gone or did not answer in time."""
+
+
+class SpawnRefused(HostError):
+    """The host could not fork the child (its lane's process cap was full); the host is fine,
+    and a later spawn may succeed."""
 
 
 @dataclass
@@ -189,7 +194,7 @@ class HostProcess:
         self.channel = Channel(judge_socket, HostReply)
         self._send_lock = threading.Lock()
         self._state = threading.Condition()
-        self._spawned: dict[int, SpawnedChild] = {}
+        self._spawned: dict[int, SpawnedChild | SpawnRefused] = {}
         self._exited: dict[int, Exited] = {}
         self._up = False
         self.modules: list[str] = []
@@ -213,6 +218,8 @@ class HostProcess:
                         self._spawned[message.child] = SpawnedChild(
                             message.child, message.pid, channel, out, err
                         )
+                    elif isinstance(message, SpawnFailed):
+                        self._spawned[message.child] = SpawnRefused(message.message)
                     elif isinstance(message, Exited):
                         self._exited[message.child] = message
                     self._state.notify_all()
@@ -245,7 +252,8 @@ class HostProcess:
 
     def spawn(self, entry: str, argument: bytes, timeout: float = HOST_START_TIMEOUT_S):
         """Fork a child running ``entry(channel_fd, argument)``; returns a :class:`SpawnedChild`
-        (the caller owns its descriptors)."""
+        (the caller owns its descriptors). Raises :class:`SpawnRefused` when the host could not
+        fork, :class:`HostError` when the host is gone."""
         with self._state:
             self._next_child += 1
             child = self._next_child
@@ -254,7 +262,10 @@ class HostProcess:
                 self.channel.send(Spawn(child=child, entry=entry, argument=argument))
         except OSError as exc:
             raise HostError(f"the lane host is gone ({exc})") from None
-        return self._wait(lambda: self._spawned.pop(child, None), timeout)
+        spawned = self._wait(lambda: self._spawned.pop(child, None), timeout)
+        if isinstance(spawned, SpawnRefused):
+            raise spawned
+        return spawned
 
     def kill(self, child: int) -> None:
         with contextlib.suppress(OSError), self._send_lock:

@@ -23,7 +23,7 @@ import sys
 import traceback
 from typing import Any, NoReturn
 
-from evopolicygym.protocol import Exited, HostRequest, HostUp, Kill, Spawn, Spawned
+from evopolicygym.protocol import Exited, HostRequest, HostUp, Kill, Spawn, Spawned, SpawnFailed
 
 from ._framing import Channel, FrameError
 from ._proctree import become_subreaper, die_with_parent, forbid_inspection, reap, sweep_children
@@ -66,11 +66,24 @@ class Host:
                 os.kill(pid, signal.SIGKILL)
 
     def _spawn(self, request: Spawn) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        out_read, out_write = os.pipe()
-        err_read, err_write = os.pipe()
         host = os.getpid()
-        pid = os.fork()
+        opened: list[int] = []
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            opened += [ours.detach(), theirs.detach()]
+            opened += os.pipe()
+            opened += os.pipe()
+            pid = os.fork()
+        except OSError as exc:  # a full process cap or descriptor table: this child only
+            for fd in opened:
+                os.close(fd)
+            self.channel.send(
+                SpawnFailed(child=request.child, message=f"could not start a worker: {exc}")
+            )
+            return
+        ours_fd, theirs_fd, out_read, out_write, err_read, err_write = opened
+        ours = socket.socket(fileno=ours_fd)
+        theirs = socket.socket(fileno=theirs_fd)
         if pid == 0:  # the child never returns from here
             status = 1
             try:
