@@ -9,7 +9,9 @@ Levels (each includes the ones below):
   unchanged, and the same seed replays the same trajectory after another episode ran.
 - **L2 tasked**: the task text has every required section and agrees with the spec and the
   schemas (step cap, space types, observation storage).
-- **L3 scored**: a random anchor is recorded with its source.
+- **L3 scored**: a random anchor is recorded with its source, and hidden evaluation replays
+  train: the built-in random policy's episodes, played by a train worker and by a sealed
+  worker in lock step, are the same (:mod:`~evopolicygym.readiness.replay`).
 - **L4 calibrated**: a built-in agent, run through a real judge, beats the uniform random policy
   on the same held-out cases by more than two standard errors (``evopolicygym calibrate``). The
   check reads the envspec's recorded ``[calibration]``; with ``live=True`` (``check-envs
@@ -56,6 +58,7 @@ from evopolicygym.envs.tasktext import missing_sections, sections
 
 from .calibration import calibrate
 from .discover import bulk_ids
+from .replay import REPLAY_SEEDS, REPLAY_STEPS, replay_differences
 
 __all__ = [
     "CHECKS",
@@ -299,6 +302,15 @@ def random_anchor(ctx: Context) -> str:
     return f"random {anchors.random:g}"
 
 
+def hidden_replays_train(ctx: Context) -> str:
+    problems = replay_differences(ctx.spec, ctx.need_schemas())
+    if problems:
+        raise CheckFailed("hidden evaluation does not replay train: " + "; ".join(problems))
+    return (
+        f"{len(REPLAY_SEEDS)} random-policy episodes of up to {REPLAY_STEPS} steps: hidden = train"
+    )
+
+
 def expert_beats_random(ctx: Context) -> str:
     anchors = ctx.spec.anchors
     if anchors.expert is None:
@@ -338,6 +350,7 @@ CHECKS: tuple[tuple[Level, Callable[[Context], str]], ...] = (
     ("L2", task_sections),
     ("L2", task_consistent),
     ("L3", random_anchor),
+    ("L3", hidden_replays_train),
     ("L3", expert_beats_random),
     ("L4", calibrated),
 )
