@@ -7,7 +7,7 @@ import pytest
 from gymnasium import spaces
 
 from evopolicygym.envs import EnvSpec, MissingExtraError, World, get_env
-from evopolicygym.envs.gymnasium_adapter import GymnasiumWorld
+from evopolicygym.envs.gymnasium_adapter import GymnasiumWorld, make_env
 from evopolicygym.envs.jsonsafe import to_jsonsafe
 
 
@@ -186,6 +186,28 @@ def test_bipedal_is_deterministic_across_episodes_thanks_to_recreation():
     base = _episode(reused, 11, limit=120)
     _episode(reused, 12, limit=120)
     assert _episode(reused, 11, limit=120) != base
+
+
+class _DoubledReward(gymnasium.RewardWrapper):
+    def reward(self, reward):
+        return 2 * reward
+
+
+def test_sibling_and_recreated_worlds_are_built_by_the_family_adapter():
+    # A family adapter (mario, jax, miniworld, multi) wraps what gymnasium.make gives. A sealed
+    # worker's sibling worlds, and worlds rebuilt every episode, came from gymnasium.make
+    # alone: Mario's siblings lost the adapter's controls and stood still in hidden episodes.
+    spec = get_env("gym/cartpole")
+
+    def make(spec):
+        return _DoubledReward(make_env(spec))
+
+    world = GymnasiumWorld(spec, make=make)
+    recreated = GymnasiumWorld(spec.model_copy(update={"recreate_per_episode": True}), make=make)
+    for each in (world, world.sibling(), recreated, recreated.sibling()):
+        each.reset(3)
+        each.reset(4)  # a recreated world builds its environment again here
+        assert each.step(0).reward == 2.0
 
 
 def test_an_envspec_names_its_extra_when_its_plugin_is_missing():

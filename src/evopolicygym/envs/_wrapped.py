@@ -4,8 +4,9 @@ that is already built and wrapped, and its schemas with the names of its discret
 
 Each family module builds its environment (``make_env(spec)``, raising
 :class:`~evopolicygym.envs.MissingExtraError` or a family error that says what to install) and
-hands it to :func:`wrapped_world`; stepping, seeding, action coercion and JSON conversion are the
-Gymnasium adapter's, unchanged.
+hands that function to :func:`adapter_functions`; the world builds every environment it needs
+with it (a sealed worker's sibling worlds too); stepping, seeding, action coercion and JSON
+conversion are the Gymnasium adapter's, unchanged.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ._spec import EnvSpec
 from .gymnasium_adapter import GymnasiumWorld, action_labels
 from .spaces import space_schema
 
-__all__ = ["action_names", "adapter_functions", "env_schemas", "wrapped_world"]
+__all__ = ["action_names", "adapter_functions", "env_schemas"]
 
 
 def action_names(env: gymnasium.Env) -> list[str] | None:
@@ -51,11 +52,6 @@ def env_schemas(env: gymnasium.Env) -> SpaceSchemas:
     )
 
 
-def wrapped_world(spec, env: gymnasium.Env) -> GymnasiumWorld:
-    """The Gymnasium adapter's world around ``env`` (built by the family module)."""
-    return GymnasiumWorld(spec, env=env)
-
-
 def adapter_functions(
     make_env: Callable[[EnvSpec], gymnasium.Env],
 ) -> tuple[Callable[[EnvSpec], GymnasiumWorld], Callable[[EnvSpec], SpaceSchemas]]:
@@ -63,7 +59,7 @@ def adapter_functions(
     builds (both raise what ``make_env`` raises)."""
 
     def make_world(spec: EnvSpec) -> GymnasiumWorld:
-        return wrapped_world(spec, make_env(spec))
+        return GymnasiumWorld(spec, make=make_env)
 
     def describe(spec: EnvSpec) -> SpaceSchemas:
         env = make_env(spec)

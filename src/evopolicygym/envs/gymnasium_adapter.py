@@ -112,10 +112,21 @@ def action_labels(env: gymnasium.Env) -> list[str] | None:
 class GymnasiumWorld:
     """:class:`~evopolicygym.envs.World` for a Gymnasium environment."""
 
-    def __init__(self, spec: EnvSpec, env: gymnasium.Env | None = None):
+    def __init__(
+        self,
+        spec: EnvSpec,
+        env: gymnasium.Env | None = None,
+        *,
+        make: Callable[[EnvSpec], gymnasium.Env] = make_env,
+    ):
+        """``make`` builds the environment (``env``, when given, is its first instance): a
+        family adapter passes its own, which wraps what ``gymnasium.make`` gives, and every
+        environment this world builds again (:meth:`sibling`, ``recreate_per_episode``) is
+        built by it too."""
         self._spec = spec
+        self._make = make
         self._recreate = spec.recreate_per_episode
-        self._env = env if env is not None else make_env(spec)
+        self._env = env if env is not None else make(spec)
         self._step_env, self._time_limit = direct_step(self._env)
         self._elapsed = 0
         self._coerce = action_coercer(self._env.action_space)
@@ -134,7 +145,7 @@ class GymnasiumWorld:
         seed = int(seed) % SEED_MODULUS
         if self._recreate:
             self._env.close()
-            self._env = make_env(self._spec)
+            self._env = self._make(self._spec)
             self._step_env, self._time_limit = direct_step(self._env)
         obs, _ = self._env.reset(seed=seed)
         self._env.action_space.seed(seed + 1)
@@ -207,7 +218,7 @@ class GymnasiumWorld:
         worker stepping 32 of them round after round then keeps one model in cache instead of
         32 (HalfCheetah's is 0.5 MB; see docs/performance.md). Episodes are those of a model of
         their own: both are compiled from the same file and never written again."""
-        world = GymnasiumWorld(self._spec)
+        world = GymnasiumWorld(self._spec, make=self._make)
         inner, template = world._env.unwrapped, self._env.unwrapped
         if not self._recreate and type(inner) is type(template) and _model_is_read_only(inner):
             import mujoco  # present: the environment uses it
