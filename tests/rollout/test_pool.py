@@ -18,6 +18,7 @@ import pytest
 from evopolicygym.envs import get_env
 from evopolicygym.protocol import LimitsSection, Verdict
 from evopolicygym.rollout import EpisodeTask, InitFailure, WorkerPool
+from evopolicygym.rollout import _cpus as cpus_module
 from evopolicygym.rollout import pool as pool_module
 from evopolicygym.sandbox import probe
 from support import constant_policy, job_from_dir, write_policy
@@ -1030,8 +1031,15 @@ def test_what_a_sealed_episode_started_is_gone_before_the_policys_next_call(tmp_
     assert int(seen.read_text()) == first.length + 1
 
 
+@pytest.fixture
+def own_cpu_claims(tmp_path, monkeypatch):
+    """Pools claim CPUs in a directory of the test's own: a run elsewhere on the machine that
+    holds a claim (another test session) would leave these pools without a CPU to claim."""
+    monkeypatch.setattr(cpus_module, "claims_directory", lambda: tmp_path / "claims")
+
+
 @pytest.mark.parametrize("sealed", [False, True], ids=["train", "sealed"])
-def test_a_lanes_policy_plays_on_the_cpu_its_pool_claimed(tmp_path, sealed):
+def test_a_lanes_policy_plays_on_the_cpu_its_pool_claimed(tmp_path, own_cpu_claims, sealed):
     seen = tmp_path / "cpus.txt"
     write_policy(
         tmp_path / "ck",
@@ -1069,7 +1077,9 @@ def _allowed_cpus(pid: int | str) -> set[int]:
     return cpus
 
 
-def test_a_warm_worker_waits_on_its_lanes_cpu_and_workers_boot_on_the_others(tmp_path):
+def test_a_warm_worker_waits_on_its_lanes_cpu_and_workers_boot_on_the_others(
+    tmp_path, own_cpu_claims
+):
     pool = WorkerPool(TOY.model_dump(), 1, LimitsSection(), tmp_path / "w.log", plan=PROCESS)
     try:
         pool.prewarm()
