@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -746,6 +747,42 @@ def test_a_full_process_cap_delays_the_next_worker_and_keeps_the_lane(tmp_path):
     finally:
         pool.close()
     assert "Traceback" not in (tmp_path / "w.log").read_text()
+
+
+def _kill_the_workers(pool: WorkerPool) -> None:
+    """SIGKILL every worker of the pool's one lane (at `process` level, its host's children)
+    and wait until the host has reaped them."""
+    host = pool.lanes[0].host.process.pid
+    children = Path(f"/proc/{host}/task/{host}/children")
+    for pid in children.read_text().split():
+        os.kill(int(pid), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while children.read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["train", "sealed"])
+def test_a_worker_found_dead_before_its_checkpoint_arrives_is_replaced(tmp_path, sealed):
+    # A waiting worker can die of what no checkpoint did (the machine's OOM killer, a process
+    # cap filled by the policy before). Its death was the next checkpoint's verdict: an honest
+    # submit was charged `oom`, and an honest checkpoint failed its hidden evaluation.
+    write_policy(tmp_path / "ck", constant_policy(2))
+    job = job_from_dir(tmp_path / "ck", TOY, {"env": "toy"})
+    pool = WorkerPool(TOY.model_dump(), 1, LimitsSection(), tmp_path / "w.log", plan=PROCESS)
+    try:
+        pool.prewarm()
+        if sealed:
+            pool.prepare_hidden()
+            deadline = time.monotonic() + 30
+            while pool.lanes[0].sealed is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+        _kill_the_workers(pool)
+        played = pool.run(
+            job, [EpisodeTask(0, 100, 0)], record=not sealed, sealed=sealed, max_steps=1
+        )
+    finally:
+        pool.close()
+    assert [(r.error, r.episode_return) for r in played] == [(None, 100 % 8 + 2.0)]
 
 
 RANDOM_POLICY = (

@@ -125,6 +125,11 @@ class WorkerDied(Exception):
         self.message = message
 
 
+class WorkerLost(WorkerDied):
+    """The worker was found dead before a checkpoint reached it (it died booting, or while it
+    waited): no code of that checkpoint ran in it."""
+
+
 class _Worker:
     """The judge's handle on one worker process."""
 
@@ -169,16 +174,13 @@ class _Worker:
             raise WorkerDied(*self.refuse(refused)) from None
 
     def load(self, job: WorkerJob) -> Loaded | LoadFailed:
+        """Send ``job``'s checkpoint and wait until its ``Policy`` is built. Raises
+        :class:`WorkerLost` when the worker is found dead before the checkpoint reached it;
+        every later failure is the checkpoint's :class:`LoadFailed`."""
         limits = self.lane.pool.limits
         deadline = time.monotonic() + limits.init_timeout_s + INIT_GRACE_S
         try:
-            if self.up is None:
-                self.up = self._recv(deadline)
-                if not isinstance(self.up, WorkerUp):
-                    raise WorkerDied(
-                        EpisodeErrorKind.WORKER_CRASH, "the worker answered out of turn"
-                    )
-            self.channel.send(job.load())
+            self._deliver(job, deadline)
             reply = self._recv(deadline)
         except FrameTimeout:
             self.kill()
@@ -186,16 +188,29 @@ class _Worker:
                 verdict=Verdict.INIT_TIMEOUT,
                 message=f"the policy did not start within {limits.init_timeout_s} s",
             )
-        except OSError:
-            reply = None
-            kind, message = self.death()
-            return LoadFailed(verdict=_load_verdict(kind), message=message)
+        except WorkerLost:
+            raise
         except WorkerDied as died:
             return LoadFailed(verdict=_load_verdict(died.kind), message=died.message)
         if isinstance(reply, (Loaded, LoadFailed)):
             return reply
         self.kill()
         return LoadFailed(verdict=Verdict.WORKER_CRASH, message="the worker answered out of turn")
+
+    def _deliver(self, job: WorkerJob, deadline: float) -> None:
+        """Send ``job``'s checkpoint once the worker has reported itself up."""
+        if self.up is None:
+            try:
+                self.up = self._recv(deadline)
+            except WorkerDied as died:
+                raise WorkerLost(died.kind, died.message) from None
+            if not isinstance(self.up, WorkerUp):
+                self.kill()
+                raise WorkerDied(EpisodeErrorKind.WORKER_CRASH, "the worker answered out of turn")
+        try:
+            self.channel.send(job.load())
+        except OSError:
+            raise WorkerLost(*self.death()) from None
 
     def start_episodes(self, request: RunEpisodes) -> None:
         try:
@@ -354,12 +369,15 @@ class _Lane:
                         self.host.terminate()
                         self.host = None
 
-    def take_train(self) -> _Worker:
-        """The warm train worker (one started now if none waits). The caller starts the next
-        one (:meth:`prewarm`, in the background) once this one's checkpoint is loaded."""
+    def take_train(self, max_bytes: int) -> _Worker:
+        """The warm train worker (one started now if none waits), reading frames of at most
+        ``max_bytes`` (policy code can write to its channel). The caller starts the next one
+        (:meth:`prewarm`, in the background) once this one's checkpoint is loaded."""
         with self.lock:
             worker, self.warm = self.warm, None
-        return worker or self._spawn(sealed=False)
+        worker = worker or self._spawn(sealed=False)
+        worker.channel.max_bytes = max_bytes
+        return worker
 
     def take_sealed(self) -> _Worker:
         with self.lock:
@@ -658,11 +676,11 @@ class WorkerPool:
         pending = list(share)
         started_once = False
         while pending:
-            worker = lane.take_train()
-            worker.channel.max_bytes = cap  # policy code can write to this channel
+            worker, loaded = _load_on(
+                lambda: lane.take_train(cap), lambda lost: self.background(lost.close), job
+            )
             replaced = False
             try:
-                loaded = worker.load(job)
                 if not isinstance(loaded, LoadFailed):
                     worker.start_episodes(msgspec.structs.replace(request, tasks=pending))
                 # The replacement boots while these episodes play. Its spawn costs the judge
@@ -696,8 +714,7 @@ class WorkerPool:
                     self.background(lane.prewarm)
 
     def _run_sealed(self, lane: _Lane, job, share, request, failures, number):
-        worker = lane.take_sealed()
-        loaded = worker.load(job)
+        worker, loaded = _load_on(lane.take_sealed, lambda _lost: lane.drop_sealed(), job)
         if isinstance(loaded, LoadFailed):
             failures[number] = loaded
             lane.drop_sealed()
@@ -714,6 +731,25 @@ class WorkerPool:
             for task in share:
                 if task.index in wanted:
                     yield _failed(task, died.kind, died.message)
+
+
+def _load_on(
+    take: Callable[[], _Worker], retire: Callable[[_Worker], None], job: WorkerJob
+) -> tuple[_Worker, Loaded | LoadFailed]:
+    """``job`` loaded on the worker ``take()`` gives: that worker and its load's answer. A
+    worker found dead before the checkpoint reached it (it died booting, or while it waited:
+    the machine's OOM killer, a full process cap) is retired and replaced once, since no code
+    of the checkpoint ran in it; when the replacement is lost too, that is the load's failure."""
+    worker = take()
+    try:
+        return worker, worker.load(job)
+    except WorkerLost:
+        retire(worker)
+    worker = take()
+    try:
+        return worker, worker.load(job)
+    except WorkerLost as lost:
+        return worker, LoadFailed(verdict=_load_verdict(lost.kind), message=lost.message)
 
 
 def _shares(tasks: list[Task], lanes: int) -> list[list[Task]]:
