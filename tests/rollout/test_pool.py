@@ -785,6 +785,42 @@ def test_a_worker_found_dead_before_its_checkpoint_arrives_is_replaced(tmp_path,
     assert [(r.error, r.episode_return) for r in played] == [(None, 100 % 8 + 2.0)]
 
 
+KILLS_ITS_SEALED_WORKER = """
+import os, signal
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 2 and not os.path.exists({flag!r}):
+            if {once}:
+                open({flag!r}, "w").close()
+            zygote = os.getppid()  # its parent is the sealed worker
+            with open(f"/proc/{{zygote}}/stat") as stat:
+                worker = int(stat.read().rsplit(")", 1)[1].split()[1])
+            os.kill(worker, signal.SIGKILL)
+        return 2
+"""
+
+
+@pytest.mark.parametrize("once", [True, False], ids=["once", "every_time"])
+def test_a_sealed_worker_that_dies_mid_round_is_replaced_once(tmp_path, once):
+    # A sealed worker runs no policy code, so its death (the machine's OOM killer; here a
+    # policy at `process` level, which can reach it) must not fail an honest checkpoint's
+    # hidden episodes: the unfinished ones play again on a new worker. A second death fails
+    # them, as before.
+    source = KILLS_ITS_SEALED_WORKER.format(flag=str(tmp_path / "killed"), once=once)
+    results = run(tmp_path, source, n=4, sealed=True)
+    if once:
+        assert [(r.error, r.episode_return) for r in results] == [
+            (None, (100 + i) % 8 + 2.0) for i in range(4)
+        ]
+    else:
+        assert {r.error.category for r in results} == {"oom"}
+        assert {r.error.message for r in results} == {
+            "the policy worker was killed by SIGKILL (oom)"
+        }
+
+
 RANDOM_POLICY = (
     importlib.resources.files("evopolicygym.agents.builtin") / "policy_random.py"
 ).read_text()

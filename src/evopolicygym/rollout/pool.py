@@ -714,23 +714,39 @@ class WorkerPool:
                     self.background(lane.prewarm)
 
     def _run_sealed(self, lane: _Lane, job, share, request, failures, number):
+        """Hidden episodes of one checkpoint on the lane's sealed worker. A sealed worker runs
+        no policy code (its policy processes do, and their faults are their episodes'), so its
+        death is the machine's or the environment's doing: the episodes it had not finished
+        play again, from their start, on a new sealed worker, once. A worker that hangs, or
+        dies again, fails them."""
         worker, loaded = _load_on(lane.take_sealed, lambda _lost: lane.drop_sealed(), job)
         if isinstance(loaded, LoadFailed):
             failures[number] = loaded
             lane.drop_sealed()
             return
         wanted = {task.index for task in share}
-        try:
-            worker.start_episodes(msgspec.structs.replace(request, tasks=share))
-            while wanted:
-                result = worker.next_episode(wanted)
-                wanted.discard(result.index)
-                yield result
-        except WorkerDied as died:
-            lane.drop_sealed()
-            for task in share:
-                if task.index in wanted:
-                    yield _failed(task, died.kind, died.message)
+        replayed = False
+        while True:
+            try:
+                left = [task for task in share if task.index in wanted]
+                worker.start_episodes(msgspec.structs.replace(request, tasks=left))
+                while wanted:
+                    result = worker.next_episode(wanted)
+                    wanted.discard(result.index)
+                    yield result
+                return
+            except WorkerDied as died:
+                lane.drop_sealed()
+                if not replayed and died.kind is not EpisodeErrorKind.EPISODE_TIMEOUT:
+                    replayed = True
+                    worker, loaded = _load_on(lane.take_sealed, lambda _l: lane.drop_sealed(), job)
+                    if not isinstance(loaded, LoadFailed):
+                        continue
+                    lane.drop_sealed()
+                for task in left:
+                    if task.index in wanted:
+                        yield _failed(task, died.kind, died.message)
+                return
 
 
 def _load_on(
