@@ -540,19 +540,54 @@ class Policy:
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: with the watchdog signal ignored, a sealed call is bounded by its "
-    "round's budget, which grows with the slots in the round",
-)
 def test_a_slow_call_gets_the_same_verdict_whatever_ran_beside_it(tmp_path):
     # Promise (seeds-and-isolation.md): each episode's result does not depend on which episodes
     # ran beside it; act_timeout_s bounds every call. With the watchdog signal ignored, the
-    # sealed worker's only per-call bound is the whole round's budget, (resets + acts) x the
-    # act limit + 5 s: an 8 s call with a 1 s limit is killed when its episode plays alone
-    # (7 s budget) and passes without an error beside 3 others (13 s budget).
+    # round's budget, (resets + acts) x the act limit + 5 s, grows with the slots: an 8 s call
+    # with a 1 s limit was killed when its episode played alone (7 s budget) and passed
+    # without an error beside 3 others (13 s budget). The worker now also ends a round in which
+    # no call has started for the act limit + 5 s.
     alone = play(tmp_path / "alone", IGNORES_THE_WATCHDOG, n=1, sealed=True, act_timeout_s=1.0)
     crowd = play(tmp_path / "crowd", IGNORES_THE_WATCHDOG, n=4, sealed=True, act_timeout_s=1.0)
+    categories = [r.error.category if r.error else None for r in (alone[0], crowd[0])]
+    assert categories == ["act_timeout", "act_timeout"]
+    assert [r.error for r in crowd[1:]] == [None, None, None]
+
+
+# Counts calls on the marker's behalf while its one slow call sleeps: the marker is shared memory
+# of the policy process (found in its own memory map), so policy code can write it.
+FAKES_PROGRESS = """
+import ctypes, signal, threading, time
+class Policy:
+    def __init__(self, *args): signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:
+            shared = []
+            for line in open("/proc/self/maps"):
+                span, mode = line.split()[:2]
+                start, end = (int(x, 16) for x in span.split("-"))
+                if mode == "rw-s" and end - start == 4096:
+                    shared.append(ctypes.c_int.from_address(start + 4))
+            def count():
+                while True:
+                    for calls in shared:
+                        calls.value += 1
+                    time.sleep(0.5)
+            threading.Thread(target=count, daemon=True).start()
+            time.sleep(8)
+        return 2
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: a sealed call that ignores its watchdog signal and moves the shared call "
+    "counter itself is bounded by its round's budget, which grows with the slots in the round",
+)
+def test_a_slow_call_that_fakes_progress_gets_the_same_verdict_whatever_ran_beside_it(tmp_path):
+    alone = play(tmp_path / "alone", FAKES_PROGRESS, n=1, sealed=True, act_timeout_s=1.0)
+    crowd = play(tmp_path / "crowd", FAKES_PROGRESS, n=4, sealed=True, act_timeout_s=1.0)
     categories = [r.error.category if r.error else None for r in (alone[0], crowd[0])]
     assert categories[0] == categories[1], categories
 

@@ -48,11 +48,14 @@ from evopolicygym.sandbox import Channel, FrameError, FrameTimeout, kill_descend
 
 from ._episode import timeout_error
 from ._exits import describe_exit
-from ._sealed import FLOAT64, read_marker
+from ._sealed import FLOAT64, read_calls, read_marker
 
 # Seconds a policy process may take beyond the time limits of a round before it is killed
 # (message encoding, interpreter overhead), and to build extra instances after the first.
 GRACE_S = 5.0
+# How often a worker waiting for a round's answer looks whether a policy call has started
+# since it last looked (only rounds that take that long are looked at).
+WATCH_S = 0.5
 # Resident memory beyond which a sealed worker builds no more worlds (fewer slots, same results).
 WORLDS_MEMORY_BYTES = 2 * 2**30
 # The largest message a policy process may send its worker: a round's actions (and errors) for
@@ -179,7 +182,7 @@ class SealedPolicy:
     def step(self, request: Step, deadline: float) -> Acted:
         try:
             self.channel.send(request)
-            reply = self.channel.recv(deadline)
+            reply = self._reply(deadline)
         except FrameTimeout:
             slot = read_marker(self.marker)
             self.kill()
@@ -201,6 +204,26 @@ class SealedPolicy:
                 -1, EpisodeErrorKind.WORKER_CRASH, "the policy process answered out of turn"
             )
         return reply
+
+    def _reply(self, deadline: float) -> Any:
+        """The policy process's answer to a round, by ``deadline`` (the whole round's budget).
+        Raises :class:`FrameTimeout` sooner once no call has started for the act limit plus
+        :data:`GRACE_S` (looked at every :data:`WATCH_S`): one call has outlived its limit
+        (its watchdog signal blocked or ignored), whatever else the round holds."""
+        patience = self.limits["act_timeout_s"] + GRACE_S
+        calls, since = read_calls(self.marker), time.monotonic()
+        while True:
+            try:
+                return self.channel.recv(min(deadline, time.monotonic() + WATCH_S))
+            except FrameTimeout:
+                now = time.monotonic()
+                if now >= deadline:
+                    raise
+                started = read_calls(self.marker)
+                if started != calls:
+                    calls, since = started, now
+                elif now - since >= patience:
+                    raise
 
     def sweep(self) -> None:
         """Kill whatever the policy process started (it keeps running): its descendants, and

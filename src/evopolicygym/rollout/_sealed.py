@@ -50,9 +50,12 @@ from evopolicygym.sandbox import Channel, FrameError, die_with_parent, harden, l
 from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
 from ._loader import CheckpointLoader, relative_traceback, write_checkpoint
 
-# The marker: which slot's policy call is running (-1: none). Shared memory written by the
-# policy process and read by its worker after a crash, to blame the right episode.
-MARKER = struct.Struct("=i")
+# The marker, shared memory written by the policy process and read by its worker: which slot's
+# policy call is running (-1: none), to blame the right episode after a crash; and how many calls
+# have started (modulo CALLS), so that a call that outlives its limit is seen while the rest of
+# its round waits.
+MARKER = struct.Struct("=ii")
+CALLS = 2**30
 # Building extra Policy instances (one per lock-step slot) stops after this many seconds, or
 # once the process holds this fraction of its memory limit (the episodes need the rest).
 EXTRA_INSTANCES_S = 2.0
@@ -60,7 +63,13 @@ EXTRA_INSTANCES_MEMORY = 0.5
 
 
 def read_marker(marker: mmap.mmap) -> int:
+    """The slot whose call is running (-1: none)."""
     return MARKER.unpack_from(marker)[0]
+
+
+def read_calls(marker: mmap.mmap) -> int:
+    """How many calls the policy processes have started (modulo :data:`CALLS`)."""
+    return MARKER.unpack_from(marker)[1]
 
 
 class SlotRandomness:
@@ -200,7 +209,8 @@ def _answer(
     system: Path,
 ) -> None:
     """Answer lock-step requests until the worker closes the channel."""
-    running = memoryview(marker).cast("i")  # what MARKER packs: the slot being called
+    running = memoryview(marker).cast("i")  # what MARKER packs: the slot being called, calls
+    calls = running[1]
     select = randomness.select
     current, generators, mtrand = randomness.current, randomness.numpy, np.random.mtrand
     acts = [instance.act for instance in instances]
@@ -217,6 +227,7 @@ def _answer(
         spent: dict[int, float] = {}  # reset seconds by slot
         for slot, episode_index, seconds in step.resets:
             running[0] = slot
+            running[1] = calls = (calls + 1) % CALLS
             randomness.seed(slot, episode_index)
             started = clock()
             error = _call(watchdog, seconds, instances[slot].reset, episode_index, system)
@@ -239,6 +250,7 @@ def _answer(
                 continue
             # select(slot), inlined: a method call here cost 2% of a sealed CartPole step.
             running[0] = current[0] = slot
+            running[1] = calls = (calls + 1) % CALLS
             mtrand._rand = generators[slot]
             watchdog.deadline = then + seconds
             try:
@@ -259,6 +271,7 @@ def _answer(
             for number, (slot, _obs, _seconds) in enumerate(step.acts):
                 # Converting may run policy code (an object's repr): the marker names its slot.
                 running[0] = slot
+                running[1] = calls = (calls + 1) % CALLS
                 select(slot)
                 actions[number] = _jsonsafe_action(actions[number])
         running[0] = -1

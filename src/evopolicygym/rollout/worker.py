@@ -222,7 +222,7 @@ def _rehearse(world, limits: dict, watchdog: Watchdog, encode) -> None:
 
 def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:
     marker = mmap.mmap(-1, MARKER.size)
-    MARKER.pack_into(marker, 0, -1)
+    MARKER.pack_into(marker, 0, -1, 0)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     worker = os.getpid()
     pid = os.fork()
