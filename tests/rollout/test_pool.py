@@ -817,7 +817,7 @@ def test_a_sealed_worker_that_dies_mid_round_is_replaced_once(tmp_path, once):
     else:
         assert {r.error.category for r in results} == {"oom"}
         assert {r.error.message for r in results} == {
-            "the policy worker was killed by SIGKILL (oom)"
+            "the sealed worker was killed by SIGKILL (oom)"
         }
 
 

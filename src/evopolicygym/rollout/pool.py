@@ -270,7 +270,8 @@ class _Worker:
                 "the policy worker closed its channel to the judge and was killed",
             )
         self.closed = True
-        return describe_exit(exited.status if exited is not None else None)
+        what = "sealed worker" if self.sealed else "policy worker"  # a sealed one runs no policy
+        return describe_exit(exited.status if exited is not None else None, what)
 
     def refuse(self, problem: FrameError) -> tuple[EpisodeErrorKind, str]:
         """Kill a worker that sent a frame the judge refuses (malformed, or over the channel's
