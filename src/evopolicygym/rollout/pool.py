@@ -720,7 +720,11 @@ class WorkerPool:
         death is the machine's or the environment's doing: the episodes it had not finished
         play again, from their start, on a new sealed worker, once. A worker that hangs, or
         dies again, fails them."""
-        worker, loaded = _load_on(lane.take_sealed, lambda _lost: lane.drop_sealed(), job)
+
+        def retire(_lost: _Worker) -> None:
+            lane.drop_sealed()
+
+        worker, loaded = _load_on(lane.take_sealed, retire, job)
         if isinstance(loaded, LoadFailed):
             failures[number] = loaded
             lane.drop_sealed()
@@ -740,7 +744,7 @@ class WorkerPool:
                 lane.drop_sealed()
                 if not replayed and died.kind is not EpisodeErrorKind.EPISODE_TIMEOUT:
                     replayed = True
-                    worker, loaded = _load_on(lane.take_sealed, lambda _l: lane.drop_sealed(), job)
+                    worker, loaded = _load_on(lane.take_sealed, retire, job)
                     if not isinstance(loaded, LoadFailed):
                         continue
                     lane.drop_sealed()
