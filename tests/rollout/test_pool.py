@@ -783,6 +783,11 @@ def test_a_worker_found_dead_before_its_checkpoint_arrives_is_replaced(tmp_path,
     finally:
         pool.close()
     assert [(r.error, r.episode_return) for r in played] == [(None, 100 % 8 + 2.0)]
+    kind = "sealed" if sealed else "train"
+    assert (
+        f"[pool] lane 0: a {kind} worker was found dead before a checkpoint"
+        in (tmp_path / "w.log").read_text()
+    )
 
 
 KILLS_ITS_SEALED_WORKER = """
@@ -810,6 +815,9 @@ def test_a_sealed_worker_that_dies_mid_round_is_replaced_once(tmp_path, once):
     # them, as before.
     source = KILLS_ITS_SEALED_WORKER.format(flag=str(tmp_path / "killed"), once=once)
     results = run(tmp_path, source, n=4, sealed=True)
+    log = (tmp_path / "workers.log").read_text()
+    assert "[pool] lane 0: its sealed worker died (the sealed worker was killed by SIGKILL" in log
+    assert "4 unfinished episodes play again on a new one" in log
     if once:
         assert [(r.error, r.episode_return) for r in results] == [
             (None, (100 + i) % 8 + 2.0) for i in range(4)

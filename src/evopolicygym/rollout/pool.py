@@ -510,6 +510,13 @@ class WorkerPool:
     def background(self, task: Callable[[], Any]) -> None:
         self._housekeeping.submit(task)
 
+    def note(self, text: str) -> None:
+        """A line in the workers' log (once the pool has one): a fault that was not the policy's
+        and what the pool did about it, which no verdict shows."""
+        if self.log_path is not None:
+            with open(self.log_path, "a", encoding="utf-8") as handle:
+                handle.write(f"[pool] {text}\n")
+
     def close(self) -> None:
         """Stop every lane (in parallel) and wait until nothing of the pool is left."""
         if self._starting is not None:
@@ -744,6 +751,10 @@ class WorkerPool:
                 lane.drop_sealed()
                 if not replayed and died.kind is not EpisodeErrorKind.EPISODE_TIMEOUT:
                     replayed = True
+                    self.note(
+                        f"lane {lane.number}: its sealed worker died ({died.message}); "
+                        f"{len(wanted)} unfinished episodes play again on a new one"
+                    )
                     worker, loaded = _load_on(lane.take_sealed, retire, job)
                     if not isinstance(loaded, LoadFailed):
                         continue
@@ -764,8 +775,13 @@ def _load_on(
     worker = take()
     try:
         return worker, worker.load(job)
-    except WorkerLost:
+    except WorkerLost as lost:
         retire(worker)
+        kind = "sealed" if worker.sealed else "train"
+        worker.lane.pool.note(
+            f"lane {worker.lane.number}: a {kind} worker was found dead before a checkpoint "
+            f"reached it ({lost.message}); the checkpoint loads on a new one"
+        )
     worker = take()
     try:
         return worker, worker.load(job)
