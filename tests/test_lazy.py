@@ -55,3 +55,23 @@ def test_the_lane_host_path_loads_no_judge_model():
     loaded = set(json.loads(done.stdout))
     assert "evopolicygym.protocol._frames" in loaded
     assert not {"evopolicygym.protocol._journal", "evopolicygym.protocol._run_record"} & loaded
+
+
+@pytest.mark.parametrize("env_id", ["toy", "gym/halfcheetah5"])
+def test_a_lane_host_builds_worlds_without_pydantic(env_id):
+    # What a lane host imports (the worker module, then the modules the spec's world needs)
+    # and a world built from the spec the judge sends: no envspec model, so no pydantic.
+    from evopolicygym.envs import get_env
+
+    spec_json = get_env(env_id).model_dump_json(exclude={"task"})
+    code = (
+        "import json, sys, evopolicygym.rollout.worker as worker; "
+        "from evopolicygym.envs import RuntimeSpec; "
+        "[__import__(name) for name in worker.runtime_modules(sys.argv[1])]; "
+        "world = RuntimeSpec(json.loads(sys.argv[1])).make_world(); world.reset(7); "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'pydantic')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, spec_json], capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout) == []

@@ -2,10 +2,14 @@
 uses, and the DM Control family through the plain Gymnasium adapter (its tests run in
 .venv-heavy and are skipped elsewhere)."""
 
+from typing import get_args
+
 import gymnasium
 import pytest
 
 from evopolicygym.envs import get_env
+from evopolicygym.envs._runtime import ADAPTERS
+from evopolicygym.envs._spec import AdapterName
 from evopolicygym.envs.bulk import FAMILY_ADAPTERS, env_step_limit
 from evopolicygym.envs.families import FAMILIES, NON_ENVIRONMENT_IDS, family_of
 from family_support import needs_family
@@ -71,3 +75,7 @@ def test_dm_control_swingup_observes_a_dict_and_runs_its_time_limit():
         assert steps == get_env(SWINGUP).max_episode_steps and turn.truncated
     finally:
         world.close()
+
+
+def test_every_adapter_name_an_envspec_accepts_has_a_module():
+    assert set(get_args(AdapterName)) == set(ADAPTERS)

@@ -1,11 +1,35 @@
 """Environments, the runtime layer: the contract, the registry of envspecs, bulk specs for
 ``gymnasium/<id>`` ids, and the adapters. Readiness tooling (checks, anchors, calibration,
-discovery) builds on this layer from :mod:`evopolicygym.readiness`."""
+discovery) builds on this layer from :mod:`evopolicygym.readiness`.
 
-from ._contract import SpaceSchemas, Turn, World, WorldFactory
-from ._ids import BULK_PREFIX, UnknownEnvironmentError
-from ._spec import Anchors, Calibration, EnvSpec, Level, MissingExtraError
-from .registry import Registry, default_registry, envspecs_root, get_env
+Names are loaded on first use (PEP 562): lane hosts and workers build worlds from a
+:class:`RuntimeSpec` and never import the envspec models (pydantic).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from evopolicygym._lazy import lazy_exports
+
+_EXPORTS = {
+    "SpaceSchemas": "_contract",
+    "Turn": "_contract",
+    "World": "_contract",
+    "WorldFactory": "_contract",
+    "BULK_PREFIX": "_ids",
+    "UnknownEnvironmentError": "_ids",
+    "MissingExtraError": "_runtime",
+    "RuntimeSpec": "_runtime",
+    "Anchors": "_spec",
+    "Calibration": "_spec",
+    "EnvSpec": "_spec",
+    "Level": "_spec",
+    "Registry": "registry",
+    "default_registry": "registry",
+    "envspecs_root": "registry",
+    "get_env": "registry",
+}
 
 __all__ = [
     "BULK_PREFIX",
@@ -15,6 +39,7 @@ __all__ = [
     "Level",
     "MissingExtraError",
     "Registry",
+    "RuntimeSpec",
     "SpaceSchemas",
     "Turn",
     "UnknownEnvironmentError",
@@ -24,3 +49,12 @@ __all__ = [
     "envspecs_root",
     "get_env",
 ]
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from ._contract import SpaceSchemas, Turn, World, WorldFactory
+    from ._ids import BULK_PREFIX, UnknownEnvironmentError
+    from ._runtime import MissingExtraError, RuntimeSpec
+    from ._spec import Anchors, Calibration, EnvSpec, Level
+    from .registry import Registry, default_registry, envspecs_root, get_env

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._contract import SpaceSchemas, World
+from ._runtime import RuntimeSpec
 
 Level = Literal["L0", "L1", "L2", "L3", "L4"]
-
-# adapter name -> module implementing ``make_world(spec)`` and ``describe(spec)``
-ADAPTERS = {
-    "toy": "evopolicygym.envs.toy",
-    "gymnasium": "evopolicygym.envs.gymnasium_adapter",
-    "web": "evopolicygym.envs.web",
-    "jax": "evopolicygym.envs.jax_functional",
-    "mario": "evopolicygym.envs.mario",
-    "miniworld": "evopolicygym.envs.miniworld_headless",
-    "multi_objective": "evopolicygym.envs.multi_objective",
-}
+# The keys of ``_runtime.ADAPTERS``.
 AdapterName = Literal["toy", "gymnasium", "web", "jax", "mario", "miniworld", "multi_objective"]
 
 
@@ -146,27 +136,23 @@ class EnvSpec(BaseModel):
     task: str = Field("", description="Task text (Markdown); loaded from the .md beside the TOML.")
     source: str = Field("", description="Path of the envspec file ('' for generated specs).")
 
-    def adapter_module(self):
-        return importlib.import_module(ADAPTERS[self.adapter])
+    def runtime(self) -> RuntimeSpec:
+        """This spec as workers get it (what the adapters are given)."""
+        return RuntimeSpec(self.model_dump())
 
     def runtime_modules(self) -> list[str]:
-        """Modules a worker imports to build this environment (lane hosts import them ahead,
-        so that a worker costs a fork). Never raises: a missing extra shows when building."""
-        try:
-            module = self.adapter_module()
-            extra = getattr(module, "runtime_modules", lambda spec: [])(self)
-        except Exception:
-            extra = []
-        return [ADAPTERS[self.adapter], *self.imports, *extra]
+        """Modules a worker imports to build this environment (see
+        :meth:`RuntimeSpec.runtime_modules`)."""
+        return self.runtime().runtime_modules()
 
     def make_world(self) -> World:
         """Instantiate the environment. Raises ``MissingExtraError`` naming the extra to
         install when an optional dependency is absent."""
-        return self.adapter_module().make_world(self)
+        return self.runtime().make_world()
 
     def describe(self) -> SpaceSchemas:
         """The observation and action schemas (builds one world, then closes it)."""
-        return self.adapter_module().describe(self)
+        return self.runtime().describe()
 
     @classmethod
     def from_file(cls, path: Path) -> EnvSpec:
@@ -178,25 +164,3 @@ class EnvSpec(BaseModel):
             data["task"] = task_path.read_text(encoding="utf-8")
         data.setdefault("source", str(path))
         return cls.model_validate(data)
-
-    @classmethod
-    def trusted(cls, data: dict[str, Any]) -> EnvSpec:
-        """A spec the judge already validated (``model_dump`` output), as workers and lane hosts
-        receive it: built without validation. The models' validators are built on first use
-        (``defer_build``), and a lane host that validated would build them, tens of
-        milliseconds of every lane's start. Nested sections stay plain dicts."""
-        return cls.model_construct(**data)
-
-
-class MissingExtraError(RuntimeError):
-    """An environment needs an optional dependency that is not installed."""
-
-    def __init__(self, env_id: str, extra: str, cause: BaseException):
-        # --inexact keeps the packages of the extras already installed.
-        hint = f"uv sync --inexact --extra {extra}" if extra else "uv sync --inexact"
-        super().__init__(
-            f"environment {env_id!r} needs the '{extra or 'base'}' dependencies, which are not "
-            f"installed ({type(cause).__name__}: {cause}). Install them with: {hint}"
-        )
-        self.env_id = env_id
-        self.extra = extra

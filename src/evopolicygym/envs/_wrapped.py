@@ -17,7 +17,7 @@ from enum import Enum
 import gymnasium
 
 from ._contract import SpaceSchemas
-from ._spec import EnvSpec
+from ._runtime import RuntimeSpec
 from .gymnasium_adapter import GymnasiumWorld, action_labels
 from .spaces import space_schema
 
@@ -53,15 +53,15 @@ def env_schemas(env: gymnasium.Env) -> SpaceSchemas:
 
 
 def adapter_functions(
-    make_env: Callable[[EnvSpec], gymnasium.Env],
-) -> tuple[Callable[[EnvSpec], GymnasiumWorld], Callable[[EnvSpec], SpaceSchemas]]:
+    make_env: Callable[[RuntimeSpec], gymnasium.Env],
+) -> tuple[Callable[[RuntimeSpec], GymnasiumWorld], Callable[[RuntimeSpec], SpaceSchemas]]:
     """``make_world`` and ``describe`` of a family module whose environments ``make_env``
     builds (both raise what ``make_env`` raises)."""
 
-    def make_world(spec: EnvSpec) -> GymnasiumWorld:
+    def make_world(spec: RuntimeSpec) -> GymnasiumWorld:
         return GymnasiumWorld(spec, make=make_env)
 
-    def describe(spec: EnvSpec) -> SpaceSchemas:
+    def describe(spec: RuntimeSpec) -> SpaceSchemas:
         env = make_env(spec)
         try:
             return env_schemas(env)

@@ -17,6 +17,7 @@ from typing import Any
 import gymnasium
 
 from ._ids import BULK_PREFIX, UnknownEnvironmentError
+from ._runtime import adapter_module
 from ._spec import EnvSpec
 from ._wrapped import env_schemas
 from .families import FAMILIES, NON_ENVIRONMENT_IDS, PLUGINS, family_of, register_plugins
@@ -118,7 +119,8 @@ def bulk_spec(upstream_id: str) -> EnvSpec:
         own = None
     else:
         # The family's own environment (wrappers included), so the schemas are what runs.
-        env = draft.adapter_module().make_env(draft)
+        runtime = draft.runtime()
+        env = adapter_module(runtime).make_env(runtime)
         try:
             obs_schema, action_schema = env_schemas(env)
             own = env_step_limit(env)

@@ -23,7 +23,7 @@ import numpy as np
 from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker, TimeLimit
 
 from ._contract import SpaceSchemas, Turn
-from ._spec import EnvSpec, MissingExtraError
+from ._runtime import MissingExtraError, RuntimeSpec
 from .jsonsafe import stack_arrays, to_jsonsafe, vector_converter
 from .spaces import action_coercer, rows_coercer, space_schema
 
@@ -44,7 +44,7 @@ _new_turn = tuple.__new__
 _READ_ONLY_MODELS = ("gymnasium.envs.mujoco.",)
 
 
-def make_env(spec: EnvSpec) -> gymnasium.Env:
+def make_env(spec: RuntimeSpec) -> gymnasium.Env:
     """``gymnasium.make(spec.upstream, **spec.kwargs)`` after importing ``spec.imports`` so that
     plugin packages register their ids. Missing packages raise :class:`MissingExtraError`
     naming the extra to install; other failures propagate unchanged.
@@ -86,7 +86,7 @@ def direct_step(env: gymnasium.Env) -> tuple[Callable[[Any], tuple], int | None]
     return layer.step, limit
 
 
-def runtime_modules(spec: EnvSpec) -> list[str]:
+def runtime_modules(spec: RuntimeSpec) -> list[str]:
     """The module holding the environment's class (from Gymnasium's registry), so that lane
     hosts import the simulator before they fork workers."""
     for module in spec.imports:
@@ -114,10 +114,10 @@ class GymnasiumWorld:
 
     def __init__(
         self,
-        spec: EnvSpec,
+        spec: RuntimeSpec,
         env: gymnasium.Env | None = None,
         *,
-        make: Callable[[EnvSpec], gymnasium.Env] = make_env,
+        make: Callable[[RuntimeSpec], gymnasium.Env] = make_env,
     ):
         """``make`` builds the environment (``env``, when given, is its first instance): a
         family adapter passes its own, which wraps what ``gymnasium.make`` gives, and every
@@ -257,11 +257,11 @@ def _observer(space: gymnasium.Space) -> Any:
     return to_jsonsafe
 
 
-def make_world(spec: EnvSpec) -> GymnasiumWorld:
+def make_world(spec: RuntimeSpec) -> GymnasiumWorld:
     return GymnasiumWorld(spec)
 
 
-def describe(spec: EnvSpec) -> SpaceSchemas:
+def describe(spec: RuntimeSpec) -> SpaceSchemas:
     env = make_env(spec)
     try:
         return SpaceSchemas(

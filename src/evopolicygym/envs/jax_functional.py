@@ -20,7 +20,7 @@ import os
 
 import gymnasium
 
-from ._spec import EnvSpec, MissingExtraError
+from ._runtime import MissingExtraError, RuntimeSpec
 from ._wrapped import adapter_functions
 from .gymnasium_adapter import make_env as make_gymnasium_env
 
@@ -29,7 +29,7 @@ __all__ = ["JAX_PLATFORM", "describe", "make_env", "make_world"]
 JAX_PLATFORM = "cpu"
 
 
-def make_env(spec: EnvSpec) -> gymnasium.Env:
+def make_env(spec: RuntimeSpec) -> gymnasium.Env:
     """The registered JAX environment wrapped in ``JaxToNumpy``."""
     os.environ.setdefault("JAX_PLATFORMS", JAX_PLATFORM)
     env = make_gymnasium_env(spec)

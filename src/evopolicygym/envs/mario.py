@@ -31,7 +31,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from ._spec import EnvSpec, MissingExtraError
+from ._runtime import MissingExtraError, RuntimeSpec
 from ._wrapped import adapter_functions
 from .gymnasium_adapter import make_env as make_gymnasium_env
 
@@ -101,7 +101,7 @@ class MarioControls(gymnasium.Wrapper):
         return np.array(obs, copy=True), total, terminated, truncated, info
 
 
-def make_env(spec: EnvSpec) -> gymnasium.Env:
+def make_env(spec: RuntimeSpec) -> gymnasium.Env:
     """The registered level wrapped in :class:`MarioControls`."""
     if sys.version_info < MINIMUM_PYTHON:
         raise MarioPythonError(

@@ -24,7 +24,7 @@ import importlib
 
 import gymnasium
 
-from ._spec import EnvSpec, MissingExtraError
+from ._runtime import MissingExtraError, RuntimeSpec
 from ._wrapped import adapter_functions
 from .gymnasium_adapter import make_env as make_gymnasium_env
 
@@ -51,7 +51,7 @@ def missing_libraries(names=LIBRARIES) -> list[str]:
     return [name for name in names if ctypes.util.find_library(name) is None]
 
 
-def _headless(spec: EnvSpec) -> None:
+def _headless(spec: RuntimeSpec) -> None:
     missing = missing_libraries()
     if missing:
         raise MissingOpenGLError(
@@ -66,7 +66,7 @@ def _headless(spec: EnvSpec) -> None:
     pyglet.options["headless"] = True
 
 
-def make_env(spec: EnvSpec) -> gymnasium.Env:
+def make_env(spec: RuntimeSpec) -> gymnasium.Env:
     """The MiniWorld environment, rendering through headless EGL."""
     _headless(spec)
     try:

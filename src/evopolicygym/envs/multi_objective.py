@@ -16,14 +16,14 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 
-from ._spec import EnvSpec, MissingExtraError
+from ._runtime import MissingExtraError, RuntimeSpec
 from ._wrapped import adapter_functions
 from .gymnasium_adapter import make_env as make_gymnasium_env
 
 __all__ = ["describe", "make_env", "make_world", "reward_weights"]
 
 
-def reward_weights(spec: EnvSpec, env: gymnasium.Env) -> np.ndarray:
+def reward_weights(spec: RuntimeSpec, env: gymnasium.Env) -> np.ndarray:
     """The scalarisation weights for ``env``: the envspec's, or ones. Raises ``ValueError`` when
     the environment has no vector reward or the lengths differ."""
     reward_space = getattr(env.unwrapped, "reward_space", None)
@@ -43,7 +43,7 @@ def reward_weights(spec: EnvSpec, env: gymnasium.Env) -> np.ndarray:
     return weights
 
 
-def make_env(spec: EnvSpec) -> gymnasium.Env:
+def make_env(spec: RuntimeSpec) -> gymnasium.Env:
     """The MO-Gymnasium environment wrapped in ``LinearReward`` with :func:`reward_weights`."""
     env = make_gymnasium_env(spec)
     try:

@@ -55,7 +55,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ._contract import SpaceSchemas, Turn
-from ._spec import EnvSpec, MissingExtraError
+from ._runtime import MissingExtraError, RuntimeSpec
 from .gymnasium_adapter import make_env
 from .jsonsafe import to_jsonsafe
 from .spaces import space_schema
@@ -424,7 +424,7 @@ def _sample_targets(obs: Mapping[str, Any]) -> list[tuple[str, str]]:
 class WebWorld:
     """:class:`~evopolicygym.envs.World` for a BrowserGym environment."""
 
-    def __init__(self, spec: EnvSpec):
+    def __init__(self, spec: RuntimeSpec):
         self._spec = spec
         try:  # the extra's packages and the spec's plugins, before any browser starts
             for module in ("playwright.sync_api", "browsergym.core", *spec.imports):
@@ -497,7 +497,7 @@ class WebWorld:
             self._session.release()
 
 
-def _make_env(spec: EnvSpec) -> Any:
+def _make_env(spec: RuntimeSpec) -> Any:
     """``gymnasium.make`` of the BrowserGym id with the MiniWoB base URL and the action set."""
     from browsergym.core.action.highlevel import HighLevelActionSet
 
@@ -511,7 +511,7 @@ def _make_env(spec: EnvSpec) -> Any:
     kwargs["task_kwargs"] = task_kwargs
     kwargs.setdefault("action_mapping", HighLevelActionSet(**ACTION_SET).to_python_code)
     kwargs.setdefault("disable_env_checker", True)
-    env = make_env(spec.model_copy(update={"kwargs": kwargs}))
+    env = make_env(spec.replace(kwargs=kwargs))
     inner = env.unwrapped
     inner.task_entrypoint = _at_screenshot_scale(inner.task_entrypoint)
     return env
@@ -557,11 +557,11 @@ def schemas_for(screenshot_shape: Sequence[int], functions: Sequence[str]) -> Sp
     return SpaceSchemas(space_schema(observation), action)
 
 
-def make_world(spec: EnvSpec) -> WebWorld:
+def make_world(spec: RuntimeSpec) -> WebWorld:
     return WebWorld(spec)
 
 
-def describe(spec: EnvSpec) -> SpaceSchemas:
+def describe(spec: RuntimeSpec) -> SpaceSchemas:
     """Builds the world and resets it once (seed 0): the screenshot's shape is known only from
     a rendered page."""
     world = WebWorld(spec)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import msgspec
 
-from evopolicygym.envs import EnvSpec
+from evopolicygym.envs import RuntimeSpec
 from evopolicygym.envs.jsonsafe import to_jsonsafe
 from evopolicygym.protocol import (
     ForkPolicy,
@@ -84,13 +84,13 @@ def runtime_modules(spec_json: str) -> list[str]:
     """Modules a worker imports to build the environment of ``spec_json`` (an ``EnvSpec`` as
     JSON): its lane host imports them before it forks workers. A missing extra is not an error
     here (the worker that builds the environment reports it)."""
-    return EnvSpec.trusted(json.loads(spec_json)).runtime_modules()
+    return RuntimeSpec(json.loads(spec_json)).runtime_modules()
 
 
 def _build(config: WorkerConfig):
     """``(spec, world, None)`` or ``(spec, None, error text)``: a broken environment is the
     harness's fault, reported as ``env_error``, not a crash."""
-    spec = EnvSpec.trusted(config.env_spec)
+    spec = RuntimeSpec(config.env_spec)
     try:
         return spec, spec.make_world(), None
     except Exception as exc:
