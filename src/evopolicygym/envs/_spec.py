@@ -121,7 +121,7 @@ class EnvSpec(BaseModel):
         None,
         gt=0,
         description="Most hidden episodes a sealed worker steps in lock step, each on a world of "
-        "its own (None: the judge's default, 32). Lower it for environments whose every world "
+        "its own (None: the judge's default, 64). Lower it for environments whose every world "
         "holds a costly process (a browser page); results do not depend on it.",
     )
     level: Level = Field("L1", description="Readiness level reached (see check-envs).")

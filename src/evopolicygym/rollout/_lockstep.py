@@ -59,8 +59,8 @@ WATCH_S = 0.5
 # Resident memory beyond which a sealed worker builds no more worlds (fewer slots, same results).
 WORLDS_MEMORY_BYTES = 2 * 2**30
 # The largest message a policy process may send its worker: a round's actions (and errors) for
-# every slot (32). The largest legitimate one, 32 text actions of 4096 characters, is about
-# 0.5 MiB; the worker, which has no memory limit, decodes a message into several times its
+# every slot (64). The largest legitimate one, 64 text actions of 4096 characters, is about
+# 1 MiB; the worker, which has no memory limit, decodes a message into several times its
 # size in Python objects, so the cap bounds what a policy can make it hold.
 POLICY_MESSAGE_BYTES = 16 * 2**20
 
