@@ -414,6 +414,31 @@ SLOW_ON_EPISODE_3 = """
 """
 
 
+# Plays 2 (the best action) only while its process holds at most 3 instances of it.
+COUNTS_ITS_INSTANCES = """
+import builtins
+
+class Policy:
+    def __init__(self, *args):
+        built = builtins.__dict__.setdefault("instances_built", [0])
+        built[0] += 1
+
+    def reset(self, i):
+        pass
+
+    def act(self, obs):
+        return 2 if builtins.instances_built[0] <= 3 else 0
+"""
+
+
+def test_a_sealed_policy_process_builds_one_instance_per_episode_it_will_play(tmp_path):
+    # Three hidden episodes need three Policy instances, not one per lock-step slot (64).
+    train = run(tmp_path / "train", COUNTS_ITS_INSTANCES, n=3, record=False)
+    sealed = run(tmp_path / "sealed", COUNTS_ITS_INSTANCES, n=3, record=False, sealed=True)
+    assert [r.error for r in sealed] == [None] * 3
+    assert [r.episode_return for r in sealed] == [r.episode_return for r in train]
+
+
 def test_sealed_episodes_are_charged_their_own_wall_time_not_their_neighbours(tmp_path):
     # 12 episodes in lock step: a round takes about 12 act calls, but each episode is charged
     # only its own (100 steps x 2 ms = 0.2 s, under the 0.6 s limit), as when it plays alone.

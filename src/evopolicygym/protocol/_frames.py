@@ -126,13 +126,16 @@ class WorkerUp(_Message, tag="worker_up"):
 
 class Load(_Message, tag="load"):
     """Load a checkpoint: its files (verified against ``tree_hash`` by the judge before
-    sending) and the three constructor arguments of ``Policy``."""
+    sending) and the three constructor arguments of ``Policy``. ``episodes``, when not 0, is
+    how many episodes the checkpoint will play there: a sealed policy process builds no more
+    ``Policy`` instances than that."""
 
     files: list[CheckpointFile]
     tree_hash: str
     obs_space: dict[str, Any]
     action_space: dict[str, Any]
     env_meta: dict[str, Any]
+    episodes: int = 0
 
 
 class Loaded(_Message, tag="loaded"):

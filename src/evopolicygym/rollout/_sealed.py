@@ -168,6 +168,8 @@ def run_policy_process(
         return
     if not isinstance(load, Load):
         return
+    if load.episodes > 0:
+        slots = min(slots, load.episodes)
     write_checkpoint(load.files, system)
     lower_rlimits(limits)
     os.chdir(system)

@@ -99,13 +99,15 @@ InitFailure = LoadFailed
 
 class WorkerJob(NamedTuple):
     """What a worker needs to run a checkpoint: its files (verified by the caller), their
-    content hash, and the constructor arguments of ``Policy``."""
+    content hash, and the constructor arguments of ``Policy``; ``episodes`` (0: unknown) is
+    how many episodes it will play on that worker (see :class:`Load`)."""
 
     files: list[CheckpointFile]
     tree_hash: str
     obs_space: dict[str, Any]
     action_space: dict[str, Any]
     env_meta: dict[str, Any]
+    episodes: int = 0
 
     def load(self) -> Load:
         return Load(
@@ -114,6 +116,7 @@ class WorkerJob(NamedTuple):
             obs_space=self.obs_space,
             action_space=self.action_space,
             env_meta=self.env_meta,
+            episodes=self.episodes,
         )
 
 
@@ -732,6 +735,8 @@ class WorkerPool:
         def retire(_lost: _Worker) -> None:
             lane.drop_sealed()
 
+        # Instances beyond the share's episodes would only cost the load (each 1 ms or more).
+        job = job._replace(episodes=len(share))
         worker, loaded = _load_on(lane.take_sealed, retire, job)
         if isinstance(loaded, LoadFailed):
             failures[number] = loaded
