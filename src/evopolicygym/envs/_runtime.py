@@ -3,8 +3,9 @@
 The judge validates envspec files into :class:`~evopolicygym.envs.EnvSpec` models; lane hosts
 and workers only build worlds from a spec the judge already validated, and importing pydantic
 and defining the models took a third of a lane host's start (0.24 s of 0.65 s on a slow
-machine, on the path to a run's first submit). They get a :class:`RuntimeSpec` instead, and the
-adapters take either: they only read attributes.
+machine, on the path to a run's first submit). They get a :class:`RuntimeSpec` instead, and so
+do the adapters in the judge (``EnvSpec.make_world`` and ``describe`` convert): one type for
+both.
 """
 
 from __future__ import annotations
