@@ -307,24 +307,31 @@ def run_in_directory(
             checkpoints=paths.checkpoints,
             feedback=paths.feedback,
         )
-        settings = JudgeSettings(
-            spec=spec,
-            schemas=spec.describe(),
-            splits=splits,
-            budget=config.run.budget,
-            minimum=config.run.minimum,
-            maximum=config.run.maximum or max(config.run.budget, 1),
-            limits=config.limits,
-            jobs=pool.jobs,
-            # Mario's frames are stored compressed whatever the run says (envspec).
-            compress_images=config.run.compress_images or spec.compress_images,
-            isolation=plan.level,
-        )
-        judge = Judge(settings, paths.judge_paths(), ledger, events, pool)
         return _drive_and_finish(
-            config, spec, splits, paths, ledger, judge, events, settings, label, progress,
-            plan, finalize_progress,
+            config, spec, splits, paths, ledger, pool, events, label, progress, plan,
+            finalize_progress,
         )  # fmt: skip
+
+
+def _judge_settings(
+    config: RunConfig, spec: EnvSpec, splits: CaseSplits, pool: WorkerPool, plan: IsolationPlan
+) -> JudgeSettings:
+    """The judge's settings. The spaces' schemas come from the world the first lane's worker
+    built (this process then imports no simulator: building a HalfCheetah here took 0.7 s of
+    a run's start on a slow machine), else from a world built here."""
+    return JudgeSettings(
+        spec=spec,
+        schemas=pool.describe() or spec.describe(),
+        splits=splits,
+        budget=config.run.budget,
+        minimum=config.run.minimum,
+        maximum=config.run.maximum or max(config.run.budget, 1),
+        limits=config.limits,
+        jobs=pool.jobs,
+        # Mario's frames are stored compressed whatever the run says (envspec).
+        compress_images=config.run.compress_images or spec.compress_images,
+        isolation=plan.level,
+    )
 
 
 @contextlib.contextmanager
@@ -352,9 +359,8 @@ def _drive_and_finish(
     splits,
     paths,
     ledger,
-    judge,
+    pool,
     events,
-    settings,
     label,
     progress,
     plan,
@@ -369,9 +375,15 @@ def _drive_and_finish(
     # The agent starts only once every lane host has imported its libraries, and their
     # fingerprint is journaled: a library the agent patches after that changes the fingerprint.
     digests = warm_digests()  # while the lane hosts boot
-    judge.pool.prewarm()
+    pool.prewarm()
     digests.join()
-    fingerprint = interpreter_fingerprint(judge.pool.module_files(), site_directories())
+    # The libraries the lanes imported and this process did not (a simulator), read while the
+    # first worker builds its world.
+    digests = warm_digests(pool.module_files())
+    settings = _judge_settings(config, spec, splits, pool, plan)
+    judge = Judge(settings, paths.judge_paths(), ledger, events, pool)
+    digests.join()
+    fingerprint = interpreter_fingerprint(pool.module_files(), site_directories())
     if ledger.fingerprint is not None and fingerprint != ledger.fingerprint:
         raise LibrariesChangedError(
             f"{paths.root} was started with other libraries than the workers import now "

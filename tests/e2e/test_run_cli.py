@@ -365,3 +365,26 @@ def test_the_agent_runs_off_the_cpu_the_lane_plays_on(tmp_path):
     agent_cpus = set(eval((root / "workspace" / "agent_cpus.json").read_text()))
     assert agent_cpus < mask and len(agent_cpus) == len(mask) - 1
     assert os.sched_getaffinity(0) == mask
+
+
+def test_the_judge_process_imports_no_simulator_and_no_numpy(tmp_path):
+    # Environments are built in workers only: the run's schemas come from the world the first
+    # worker built. A judge that built one too imported Gymnasium and MuJoCo (a HalfCheetah
+    # run's judge held 98 MiB instead of 60) and spent 0.3-0.7 s of the run's start on it.
+    loaded = tmp_path / "modules.json"
+    code = (
+        "import atexit, json, sys\n"
+        "atexit.register(lambda: open(sys.argv[1], 'w').write(json.dumps(sorted(sys.modules))))\n"
+        "from evopolicygym import cli\n"
+        "cli.main(sys.argv[2:])\n"
+    )
+    command = [sys.executable, "-c", code, str(loaded), "run", "--env", "gym/cartpole"]
+    command += ["--root", str(tmp_path / "run"), "--budget", "4", "--valid-size", "4"]
+    command += ["--final-size", "4", "--jobs", "1", "--agent", "command", "--"]
+    command += [sys.executable, str(AGENT), "--action", "1", "--batch", "2"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["outcome"]["status"] == "completed"
+    modules = {name.split(".")[0] for name in json.loads(loaded.read_text())}
+    assert "evopolicygym" in modules and {"numpy", "gymnasium", "mujoco"}.isdisjoint(modules)

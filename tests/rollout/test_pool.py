@@ -57,6 +57,31 @@ def run(
         pool.close()
 
 
+def test_a_pool_describes_its_environment_from_the_world_its_first_worker_built(tmp_path):
+    # The judge takes a run's schemas from the worker's report instead of building a world of
+    # its own; that worker then plays the first submit as any warm worker does.
+    spec = get_env("gym/cartpole")
+    pool = WorkerPool(spec.model_dump(), 1, LimitsSection(), tmp_path / "workers.log", plan=PROCESS)
+    try:
+        assert pool.describe() == spec.describe()
+        write_policy(tmp_path / "ck", constant_policy(1))
+        job = job_from_dir(tmp_path / "ck", spec, {"env": spec.id})
+        results = pool.run(job, [EpisodeTask(0, 5, 0)], record=False, max_steps=20)
+        assert results[0].error is None and results[0].length > 5
+    finally:
+        pool.close()
+
+
+def test_a_pool_whose_worker_cannot_build_the_environment_describes_nothing(tmp_path):
+    # The judge then describes the environment itself, and raises what is missing.
+    spec = get_env("gym/cartpole").model_copy(update={"imports": ["evopolicygym_absent_module"]})
+    pool = WorkerPool(spec.model_dump(), 1, LimitsSection(), tmp_path / "workers.log", plan=PROCESS)
+    try:
+        assert pool.describe() is None
+    finally:
+        pool.close()
+
+
 def test_an_exception_in_act_fails_only_its_episode_with_a_traceback(tmp_path):
     results = run(
         tmp_path,

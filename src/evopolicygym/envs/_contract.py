@@ -40,7 +40,9 @@ class World(Protocol):
     floats). It MAY have a method ``sibling() -> World``: another world of the same spec,
     which may share with this one what neither ever writes (a compiled simulator model);
     hidden evaluation builds its further lock-step slots so, and each world keeps the
-    determinism contract.
+    determinism contract. It MAY have a method ``describe() -> SpaceSchemas``: the schemas of
+    its spaces, equal to what its adapter's ``describe(spec)`` gives: a run then takes them
+    from the world its first worker built instead of building one in the judge.
     """
 
     def reset(self, seed: int) -> Any:

@@ -21,7 +21,7 @@ from ._runtime import RuntimeSpec
 from .gymnasium_adapter import GymnasiumWorld, action_labels
 from .spaces import space_schema
 
-__all__ = ["action_names", "adapter_functions", "env_schemas"]
+__all__ = ["action_names", "adapter_functions", "wrapped_schemas"]
 
 
 def action_names(env: gymnasium.Env) -> list[str] | None:
@@ -44,7 +44,7 @@ def action_names(env: gymnasium.Env) -> list[str] | None:
     return None
 
 
-def env_schemas(env: gymnasium.Env) -> SpaceSchemas:
+def wrapped_schemas(env: gymnasium.Env) -> SpaceSchemas:
     """The observation and action schemas of a (wrapped) environment."""
     return SpaceSchemas(
         space_schema(env.observation_space),
@@ -59,12 +59,12 @@ def adapter_functions(
     builds (both raise what ``make_env`` raises)."""
 
     def make_world(spec: RuntimeSpec) -> GymnasiumWorld:
-        return GymnasiumWorld(spec, make=make_env)
+        return GymnasiumWorld(spec, make=make_env, schemas=wrapped_schemas)
 
     def describe(spec: RuntimeSpec) -> SpaceSchemas:
         env = make_env(spec)
         try:
-            return env_schemas(env)
+            return wrapped_schemas(env)
         finally:
             env.close()
 

@@ -19,7 +19,7 @@ import gymnasium
 from ._ids import BULK_PREFIX, UnknownEnvironmentError
 from ._runtime import adapter_module
 from ._spec import EnvSpec
-from ._wrapped import env_schemas
+from ._wrapped import wrapped_schemas
 from .families import FAMILIES, NON_ENVIRONMENT_IDS, PLUGINS, family_of, register_plugins
 from .spaces import schema_has_image
 from .tasktext import template_task
@@ -122,7 +122,7 @@ def bulk_spec(upstream_id: str) -> EnvSpec:
         runtime = draft.runtime()
         env = adapter_module(runtime).make_env(runtime)
         try:
-            obs_schema, action_schema = env_schemas(env)
+            obs_schema, action_schema = wrapped_schemas(env)
             own = env_step_limit(env)
         finally:
             env.close()

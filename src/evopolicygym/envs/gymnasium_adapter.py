@@ -32,6 +32,7 @@ __all__ = [
     "action_labels",
     "describe",
     "direct_step",
+    "env_schemas",
     "make_env",
     "make_world",
     "runtime_modules",
@@ -118,13 +119,16 @@ class GymnasiumWorld:
         env: gymnasium.Env | None = None,
         *,
         make: Callable[[RuntimeSpec], gymnasium.Env] = make_env,
+        schemas: Callable[[gymnasium.Env], SpaceSchemas] | None = None,
     ):
         """``make`` builds the environment (``env``, when given, is its first instance): a
         family adapter passes its own, which wraps what ``gymnasium.make`` gives, and every
         environment this world builds again (:meth:`sibling`, ``recreate_per_episode``) is
-        built by it too."""
+        built by it too. ``schemas`` describes such an environment's spaces (default:
+        :func:`env_schemas`)."""
         self._spec = spec
         self._make = make
+        self._schemas = schemas or env_schemas
         self._recreate = spec.recreate_per_episode
         self._env = env if env is not None else make(spec)
         self._step_env, self._time_limit = direct_step(self._env)
@@ -209,6 +213,11 @@ class GymnasiumWorld:
         info["reward_scalarization"] = "sum"
         return float(values.sum())
 
+    def describe(self) -> SpaceSchemas:
+        """``World.describe``: the schemas of this world's spaces, as :func:`describe` gives
+        them for its spec."""
+        return self._schemas(self._env)
+
     def sample(self) -> Any:
         return to_jsonsafe(self._env.action_space.sample())
 
@@ -218,7 +227,7 @@ class GymnasiumWorld:
         worker stepping 32 of them round after round then keeps one model in cache instead of
         32 (HalfCheetah's is 0.5 MB; see docs/performance.md). Episodes are those of a model of
         their own: both are compiled from the same file and never written again."""
-        world = GymnasiumWorld(self._spec, make=self._make)
+        world = GymnasiumWorld(self._spec, make=self._make, schemas=self._schemas)
         inner, template = world._env.unwrapped, self._env.unwrapped
         if not self._recreate and type(inner) is type(template) and _model_is_read_only(inner):
             import mujoco  # present: the environment uses it
@@ -261,12 +270,17 @@ def make_world(spec: RuntimeSpec) -> GymnasiumWorld:
     return GymnasiumWorld(spec)
 
 
+def env_schemas(env: gymnasium.Env) -> SpaceSchemas:
+    """The observation and action schemas of an environment ``make_env`` built."""
+    return SpaceSchemas(
+        space_schema(env.observation_space),
+        space_schema(env.action_space, labels=action_labels(env)),
+    )
+
+
 def describe(spec: RuntimeSpec) -> SpaceSchemas:
     env = make_env(spec)
     try:
-        return SpaceSchemas(
-            space_schema(env.observation_space),
-            space_schema(env.action_space, labels=action_labels(env)),
-        )
+        return env_schemas(env)
     finally:
         env.close()

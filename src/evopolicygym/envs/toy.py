@@ -49,6 +49,9 @@ class ToyWorld:
     def sample(self) -> int:
         return self._rng.randrange(N_ACTIONS)
 
+    def describe(self) -> SpaceSchemas:
+        return SpaceSchemas(dict(OBS_SCHEMA), dict(ACTION_SCHEMA))
+
     def observe(self, obs: Any) -> int:
         return int(obs)
 
@@ -61,4 +64,4 @@ def make_world(spec) -> ToyWorld:
 
 
 def describe(spec) -> SpaceSchemas:
-    return SpaceSchemas(dict(OBS_SCHEMA), dict(ACTION_SCHEMA))
+    return ToyWorld().describe()

@@ -11,7 +11,6 @@ from typing import Any
 
 import orjson
 
-from evopolicygym.envs.jsonsafe import to_jsonsafe
 from evopolicygym.protocol import ErrorLine, Steps, SubmitSummary
 from evopolicygym.rollout import EpisodeResult
 
@@ -80,6 +79,9 @@ def _jsonsafe_row(row: dict[str, Any]) -> bytes:
     encoders go (orjson stops at 254 levels, ``to_jsonsafe`` at Python's recursion limit) is
     replaced by :data:`TOO_DEEP`: a policy's action is recorded as it returned it, and its
     episode's feedback must be written whatever it returned."""
+    # Imported here: it loads NumPy, which the judge process otherwise never needs.
+    from evopolicygym.envs.jsonsafe import to_jsonsafe
+
     try:
         return orjson.dumps(to_jsonsafe(row))
     except (TypeError, RecursionError):

@@ -100,12 +100,15 @@ def interpreter_fingerprint(modules: list[str], site_dirs: list[str]) -> str:
 _DIGESTS: dict[str, tuple[tuple[int, int, int, int], bytes]] = {}
 
 
-def warm_digests() -> threading.Thread:
-    """Start taking, in a background thread, the digests of every module file this process
-    has imported: most of what the lane hosts import too, so that :func:`interpreter_fingerprint`
-    then reads only the rest (it is on the path to the agent's start). Join the thread before
-    fingerprinting, or both read the same files."""
-    paths = sorted({f for m in list(sys.modules.values()) if (f := getattr(m, "__file__", None))})
+def warm_digests(paths: list[str] | None = None) -> threading.Thread:
+    """Start taking, in a background thread, the digests of ``paths`` (default: every module
+    file this process has imported, most of what the lane hosts import too), so that
+    :func:`interpreter_fingerprint` then reads only the rest (it is on the path to the agent's
+    start). Join the thread before fingerprinting, or both read the same files."""
+    if paths is None:
+        paths = sorted(
+            {f for m in list(sys.modules.values()) if (f := getattr(m, "__file__", None))}
+        )
     thread = threading.Thread(
         target=lambda: [_content(path) for path in paths], name="digests", daemon=True
     )

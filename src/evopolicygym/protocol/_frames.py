@@ -119,9 +119,13 @@ class CheckpointFile(msgspec.Struct, array_like=True, forbid_unknown_fields=True
 
 
 class WorkerUp(_Message, tag="worker_up"):
-    """The worker built its environment (``env_error`` says why it could not)."""
+    """The worker built its environment (``env_error`` says why it could not). A train worker
+    also sends the schemas of its world's spaces (``World.describe``; None when its world has no
+    such method), before it has seen any policy code."""
 
     env_error: str | None = None
+    obs_space: dict[str, Any] | None = None
+    action_space: dict[str, Any] | None = None
 
 
 class Load(_Message, tag="load"):

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from evopolicygym.envs import EnvSpec
+from evopolicygym.envs import EnvSpec, SpaceSchemas
 from evopolicygym.protocol import (
     CheckpointFile,
     EpisodeDone,
@@ -201,16 +201,24 @@ class _Worker:
         self.kill()
         return LoadFailed(verdict=Verdict.WORKER_CRASH, message="the worker answered out of turn")
 
-    def _deliver(self, job: WorkerJob, deadline: float) -> None:
-        """Send ``job``'s checkpoint once the worker has reported itself up."""
+    def wait_up(self, deadline: float) -> WorkerUp:
+        """The worker's report that it built its environment (received once). Raises
+        :class:`WorkerLost` when it died first, :class:`WorkerDied` when it answered something
+        else, ``FrameTimeout`` at ``deadline``."""
         if self.up is None:
             try:
-                self.up = self._recv(deadline)
+                up = self._recv(deadline)
             except WorkerDied as died:
                 raise WorkerLost(died.kind, died.message) from None
-            if not isinstance(self.up, WorkerUp):
+            if not isinstance(up, WorkerUp):
                 self.kill()
                 raise WorkerDied(EpisodeErrorKind.WORKER_CRASH, "the worker answered out of turn")
+            self.up = up
+        return self.up
+
+    def _deliver(self, job: WorkerJob, deadline: float) -> None:
+        """Send ``job``'s checkpoint once the worker has reported itself up."""
+        self.wait_up(deadline)
         try:
             self.channel.send(job.load())
         except OSError:
@@ -498,6 +506,27 @@ class WorkerPool:
             thread.start()
         for thread in threads:
             thread.join()
+
+    def describe(self) -> SpaceSchemas | None:
+        """The schemas of the environment's spaces as the first lane's warm worker reported
+        them from the world it built (:meth:`prewarm` first, then waits for that worker); None
+        when it could not build one, its world cannot say, or it died. Ask before any
+        checkpoint was loaded on the pool: the report is trusted because no policy code has
+        run in the lane yet."""
+        self.prewarm()
+        lane = self.lanes[0]
+        with lane.lock:
+            worker = lane.warm
+        if worker is None:
+            return None
+        deadline = time.monotonic() + self.limits.init_timeout_s + INIT_GRACE_S
+        try:
+            up = worker.wait_up(deadline)
+        except (WorkerDied, OSError):  # lost, out of turn or silent: the next submit sees it
+            return None
+        if up.env_error is not None or up.obs_space is None or up.action_space is None:
+            return None
+        return SpaceSchemas(up.obs_space, up.action_space)
 
     def prepare_hidden(self) -> None:
         """Start every lane's sealed worker now, in the background (call when the budget is

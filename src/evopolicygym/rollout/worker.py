@@ -29,7 +29,7 @@ from pathlib import Path
 
 import msgspec
 
-from evopolicygym.envs import RuntimeSpec
+from evopolicygym.envs import RuntimeSpec, World
 from evopolicygym.envs.jsonsafe import to_jsonsafe
 from evopolicygym.protocol import (
     ForkPolicy,
@@ -97,6 +97,18 @@ def _build(config: WorkerConfig):
         return spec, None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
 
 
+def _worker_up(world: World | None, problem: str | None) -> WorkerUp:
+    """What a train worker reports once up: its world's schemas too, when it can say."""
+    describe = getattr(world, "describe", None)
+    if describe is None:
+        return WorkerUp(env_error=problem)
+    try:
+        obs_space, action_space = describe()
+    except Exception:  # the judge then describes the environment itself, and shows why
+        return WorkerUp(env_error=problem)
+    return WorkerUp(env_error=problem, obs_space=obs_space, action_space=action_space)
+
+
 def _take_cpus(cpus: set[int] | list[int] | None) -> None:
     """Run on ``cpus`` from now on (nothing when None)."""
     if cpus:
@@ -136,7 +148,7 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
         )
     else:
         _take_cpus(lane_cpu)
-    channel.send(WorkerUp(env_error=problem))
+    channel.send(_worker_up(world, problem))
     try:
         load = channel.recv()
     except FrameError:
