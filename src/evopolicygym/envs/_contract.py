@@ -2,7 +2,8 @@
 
 An environment is described by an :class:`EnvSpec` (read from ``envspecs/<family>/<name>.toml``)
 and instantiated as a :class:`World` inside a policy worker process. The judge process builds
-worlds only to describe spaces and to run checks; it never runs policy code.
+worlds only to run checks, and to describe the spaces of a run whose first worker's world
+cannot describe itself; it never runs policy code.
 """
 
 from __future__ import annotations
