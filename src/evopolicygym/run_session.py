@@ -39,7 +39,7 @@ from evopolicygym.agents import (
 )
 from evopolicygym.cases import CaseSplits, load_splits, seed_split_hashes
 from evopolicygym.display import SHOWN
-from evopolicygym.envs import EnvSpec
+from evopolicygym.envs import SELF_DESCRIBING_ADAPTERS, EnvSpec
 from evopolicygym.judge import (
     Judge,
     JudgePaths,
@@ -319,9 +319,10 @@ def _judge_settings(
     """The judge's settings. The spaces' schemas come from the world the first lane's worker
     built (this process then imports no simulator: building a HalfCheetah here took 0.7 s of
     a run's start on a slow machine), else from a world built here."""
+    described = pool.describe() if spec.adapter in SELF_DESCRIBING_ADAPTERS else None
     return JudgeSettings(
         spec=spec,
-        schemas=pool.describe() or spec.describe(),
+        schemas=described or spec.describe(),
         splits=splits,
         budget=config.run.budget,
         minimum=config.run.minimum,

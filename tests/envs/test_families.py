@@ -2,13 +2,15 @@
 uses, and the DM Control family through the plain Gymnasium adapter (its tests run in
 .venv-heavy and are skipped elsewhere)."""
 
+import importlib
+import typing
 from typing import get_args
 
 import gymnasium
 import pytest
 
 from evopolicygym.envs import get_env
-from evopolicygym.envs._runtime import ADAPTERS
+from evopolicygym.envs._runtime import ADAPTERS, SELF_DESCRIBING_ADAPTERS
 from evopolicygym.envs._spec import AdapterName
 from evopolicygym.envs.bulk import FAMILY_ADAPTERS, env_step_limit
 from evopolicygym.envs.families import FAMILIES, NON_ENVIRONMENT_IDS, family_of
@@ -79,3 +81,12 @@ def test_dm_control_swingup_observes_a_dict_and_runs_its_time_limit():
 
 def test_every_adapter_name_an_envspec_accepts_has_a_module():
     assert set(get_args(AdapterName)) == set(ADAPTERS)
+
+
+@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+def test_the_adapters_whose_worlds_describe_themselves_are_the_ones_named(adapter):
+    # A run waits for its first worker's world to describe itself only for these adapters; for
+    # the others the judge describes the environment while the lanes boot.
+    module = importlib.import_module(ADAPTERS[adapter])
+    world = typing.get_type_hints(module.make_world)["return"]
+    assert callable(getattr(world, "describe", None)) == (adapter in SELF_DESCRIBING_ADAPTERS)

@@ -21,6 +21,7 @@ _EXPORTS = {
     "UnknownEnvironmentError": "_ids",
     "MissingExtraError": "_runtime",
     "RuntimeSpec": "_runtime",
+    "SELF_DESCRIBING_ADAPTERS": "_runtime",
     "Anchors": "_spec",
     "Calibration": "_spec",
     "EnvSpec": "_spec",
@@ -33,6 +34,7 @@ _EXPORTS = {
 
 __all__ = [
     "BULK_PREFIX",
+    "SELF_DESCRIBING_ADAPTERS",
     "Anchors",
     "Calibration",
     "EnvSpec",
@@ -55,6 +57,6 @@ __getattr__ = lazy_exports(__name__, _EXPORTS)
 if TYPE_CHECKING:
     from ._contract import SpaceSchemas, Turn, World, WorldFactory
     from ._ids import BULK_PREFIX, UnknownEnvironmentError
-    from ._runtime import MissingExtraError, RuntimeSpec
+    from ._runtime import SELF_DESCRIBING_ADAPTERS, MissingExtraError, RuntimeSpec
     from ._spec import Anchors, Calibration, EnvSpec, Level
     from .registry import Registry, default_registry, envspecs_root, get_env

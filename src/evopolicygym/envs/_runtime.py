@@ -15,7 +15,13 @@ from typing import Any
 
 from ._contract import SpaceSchemas, World
 
-__all__ = ["ADAPTERS", "MissingExtraError", "RuntimeSpec", "adapter_module"]
+__all__ = [
+    "ADAPTERS",
+    "SELF_DESCRIBING_ADAPTERS",
+    "MissingExtraError",
+    "RuntimeSpec",
+    "adapter_module",
+]
 
 # adapter name -> module implementing ``make_world(spec)`` and ``describe(spec)``
 ADAPTERS = {
@@ -27,6 +33,12 @@ ADAPTERS = {
     "miniworld": "evopolicygym.envs.miniworld_headless",
     "multi_objective": "evopolicygym.envs.multi_objective",
 }
+
+# Adapters whose worlds have ``describe()`` (see ``World``): a run takes its schemas from the
+# world its first worker built. A web page's screenshot shape is known only once a page has
+# been rendered, so the judge describes a web environment itself, while the lanes boot (waiting
+# for a worker's browser first, then starting its own, would put both on the run's start).
+SELF_DESCRIBING_ADAPTERS = frozenset(ADAPTERS) - {"web"}
 
 
 class MissingExtraError(RuntimeError):
