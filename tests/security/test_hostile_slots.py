@@ -464,6 +464,140 @@ def test_system_v_shared_memory_of_a_policy_neither_outlives_it_nor_leaves_its_s
             libc.shmctl(shmid, 0, None)  # IPC_RMID
 
 
+# -- exceptions that resist being described ------------------------------------------------------
+
+# Raises, in its first episode, an exception whose __str__ (policy code the harness runs to
+# describe it) does BODY.
+RAISES_AN_INDESCRIBABLE_EXCEPTION = """
+import time
+class Odd(Exception):
+    def __str__(self):
+        BODY
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        if self.i == 0:
+            raise Odd()
+        return 2
+"""
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "raise ValueError('no text')",
+        "time.sleep(1000)",
+        "return 'lone surrogate \\udcff'",
+        "return 'A' * 2**25",
+        "KEYBOARD",
+    ],
+    ids=["raises", "hangs", "surrogate", "huge", "keyboard-interrupt"],
+)
+@pytest.mark.parametrize("sealed", [False, True], ids=["train", "sealed"])
+def test_an_exception_that_resists_description_is_still_an_act_error_with_a_traceback(
+    tmp_path, body, sealed
+):
+    source = RAISES_AN_INDESCRIBABLE_EXCEPTION.replace("BODY", body)
+    if body == "KEYBOARD":
+        source = source.replace("raise Odd()", "raise KeyboardInterrupt('stop')")
+    results = play(tmp_path, source, sealed=sealed, act_timeout_s=1.0, rollout_wall_s=30.0)
+    first = results[0].error
+    assert first is not None and first.category == "act_error", first
+    assert first.traceback and "policy.py" in first.traceback
+    assert len(first.message) < 5000 and len(first.traceback) < 70000
+    assert [r.error for r in results[1:]] == [None, None]
+
+
+# -- what one checkpoint's hidden episodes can leave for the next one ------------------------------
+
+
+def evaluate_in_turn(tmp_path: Path, sources: list[str], level: str, n: int = 4):
+    """Hidden episodes ``0..n-1`` (case seeds ``100 + i``) of each of ``sources``, one checkpoint
+    after the other on one sealed worker, as finalize plays them; their returns."""
+    spec = get_env("toy")
+    jobs = []
+    for number, source in enumerate(sources):
+        write_policy(tmp_path / f"ck{number}", source)
+        jobs.append(job_from_dir(tmp_path / f"ck{number}", spec, {"env": "toy"}))
+    pool = WorkerPool(spec.model_dump(), 1, LimitsSection(), tmp_path / "w.log", plan=probe(level))
+    try:
+        tasks = [EpisodeTask(i, 100 + i, i) for i in range(n)]
+        outcomes = pool.evaluate([(job, tasks) for job in jobs], max_steps=1)
+    finally:
+        pool.close()
+    return [returns(outcome) for outcome in outcomes]
+
+
+# Writes each case it plays (a byte at offset 64 + episode index) into every page of shared memory
+# it has, and into a file in its scratch directory and in the temporary directory.
+LEAVES_NOTES = """
+import ctypes, os, tempfile
+def shared_pages():
+    for line in open("/proc/self/maps"):
+        span, mode = line.split()[:2]
+        start, end = (int(x, 16) for x in span.split("-"))
+        if mode == "rw-s":
+            yield start
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs):
+        for start in shared_pages():
+            ctypes.c_ubyte.from_address(start + 64 + self.i).value = 0xAB
+        for directory in (os.path.dirname(os.getcwd()), tempfile.gettempdir()):
+            try:
+                open(os.path.join(directory, f"note-{self.i}"), "w").write("seen")
+            except OSError:
+                pass
+        return 0
+"""
+# Plays 2 in the cases an earlier checkpoint's notes name (looked for in shared memory, or in
+# files anywhere it can list), 1 in the others.
+READS_NOTES = """
+import ctypes, os, sys, tempfile
+def in_memory():
+    cases = set()
+    for line in open("/proc/self/maps"):
+        span, mode = line.split()[:2]
+        start, end = (int(x, 16) for x in span.split("-"))
+        if mode == "rw-s":
+            cases |= {i for i in range(64) if ctypes.c_ubyte.from_address(start + 64 + i).value == 0xAB}
+    return cases
+def in_files():
+    cases = set()
+    roots = {os.path.dirname(os.path.dirname(os.getcwd())), tempfile.gettempdir(), *sys.path}
+    for root in roots:
+        for _directory, _dirs, files in os.walk(root):
+            cases |= {int(name[5:]) for name in files if name.startswith("note-")}
+    return cases
+class Policy:
+    def __init__(self, *args): self.noted = LOOK()
+    def reset(self, i): self.i = i
+    def act(self, obs): return 2 if self.i in self.noted else 1
+"""
+NOTHING_NOTED = [float(100 % 8 + i + 1) for i in range(4)]  # the toy's s + a, with a = 1
+
+
+@pytest.mark.parametrize("level", available_levels("namespaced", "basic", "process"))
+def test_a_checkpoints_hidden_episodes_share_no_memory_with_the_next_checkpoints(tmp_path, level):
+    # Every sealed policy process has a marker page of its own: one shared by the processes a
+    # worker forks would carry what a scout learnt of the hidden cases to the next checkpoint.
+    reader = READS_NOTES.replace("LOOK", "in_memory")
+    after = evaluate_in_turn(tmp_path, [LEAVES_NOTES, reader], level)
+    assert after[1] == NOTHING_NOTED
+
+
+@pytest.mark.parametrize("level", available_levels("namespaced", "basic"))
+def test_a_sealed_policy_process_cannot_read_the_files_an_earlier_one_left(tmp_path, level):
+    # Nothing outside its own scratch directory that policy code can write is readable: the
+    # lane host's working directory (where every scratch directory is) is off the import path.
+    # (At `process` the files of other processes are readable: SECURITY.md.)
+    reader = READS_NOTES.replace("LOOK", "in_files")
+    after = evaluate_in_turn(tmp_path, [LEAVES_NOTES, reader], level)
+    assert after[1] == NOTHING_NOTED
+
+
 # -- scoring -------------------------------------------------------------------------------------
 
 

@@ -233,8 +233,11 @@ WorkerRequest = Load | RunEpisodes
 
 class ForkPolicy(_Message, tag="fork_policy"):
     """Worker -> its policy zygote: fork a sealed policy process that will build ``slots``
-    instances of the checkpoint it is then sent (:class:`Load`, on its own channel). Carries one
-    descriptor: the policy process's end of that channel."""
+    instances of the checkpoint it is then sent (:class:`Load`, on its own channel). Carries two
+    descriptors: the policy process's end of that channel, and its marker (a one-page memory
+    file the worker maps too; see ``rollout/_sealed.py``). Every policy process gets a marker of
+    its own: memory shared with later policy processes would carry what one checkpoint learnt
+    in hidden episodes to the next."""
 
     slots: int
 

@@ -25,7 +25,7 @@ from evopolicygym.envs import World
 from evopolicygym.protocol import EpisodeDone, EpisodeError, EpisodeErrorKind, Task
 
 from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
-from ._loader import relative_traceback
+from ._loader import describe_failure
 from ._recorder import EpisodeRecorder
 
 
@@ -131,18 +131,18 @@ def play_episode(
         message = timeout_error(timed, call, limits)
         if near_memory_limit():
             timed, message = EpisodeErrorKind.OOM, f"{message} while holding its memory limit"
-        error = _error(timed, message, exc, step, system)
+        error = _error(timed, exc, step, system, watchdog, message)
     except PolicyFailure as exc:
         error = EpisodeError(exc.kind, exc.message, exc.traceback_text, step)
     except MemoryError as exc:
-        error = _error(EpisodeErrorKind.OOM, f"MemoryError: {exc}", exc, step, system)
+        error = _error(EpisodeErrorKind.OOM, exc, step, system, watchdog)
     except OSError as exc:
         # CPython ignores SIGXFSZ, so the file size limit surfaces as EFBIG.
         if exc.errno == errno.EFBIG:
             kind = EpisodeErrorKind.FILE_SIZE_LIMIT
-        error = _error(kind, f"{type(exc).__name__}: {exc}", exc, step, system)
-    except (Exception, SystemExit) as exc:  # sys.exit() in a policy ends only its episode
-        error = _error(kind, f"{type(exc).__name__}: {exc}", exc, step, system)
+        error = _error(kind, exc, step, system, watchdog)
+    except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a policy end only its episode
+        error = _error(kind, exc, step, system, watchdog)
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     if error is not None:
@@ -161,6 +161,13 @@ def play_episode(
 
 
 def _error(
-    kind: EpisodeErrorKind, message: str, exc: BaseException, step: int, system
+    kind: EpisodeErrorKind,
+    exc: BaseException,
+    step: int,
+    system,
+    watchdog: Watchdog,
+    message: str | None = None,
 ) -> EpisodeError:
-    return EpisodeError(kind, message, relative_traceback(exc, system), step)
+    """The episode's error for ``exc``; ``message`` replaces the exception's own text."""
+    described, text = describe_failure(exc, system, watchdog)
+    return EpisodeError(kind, message or described, text, step)

@@ -57,6 +57,44 @@ def relative_traceback(exc: BaseException, system: Path | None) -> str:
     return text.replace(prefix + "/", "system/") if prefix else text
 
 
+# How long describing an exception may take (its ``__str__`` is policy code too), and how much
+# of its message and traceback is kept (the start: where the traceback's frames are).
+DESCRIBE_TIMEOUT_S = 1.0
+MESSAGE_CHARS = 4096
+TRACEBACK_CHARS = 65536
+
+
+def describe_failure(
+    exc: BaseException, system: Path | None, watchdog: Watchdog
+) -> tuple[str, str]:
+    """``("Type: message", traceback)`` of an exception that policy code raised, both safe to
+    send. The exception's ``__str__`` is policy code as well: each text is made under the
+    watchdog for at most :data:`DESCRIBE_TIMEOUT_S`, and one that raises, hangs or returns text
+    that is not valid UTF-8 (lone surrogates are escaped) leaves a placeholder instead of taking
+    its process down; a longer text is cut (:data:`MESSAGE_CHARS`, :data:`TRACEBACK_CHARS`)."""
+    try:
+        message = watchdog.call(DESCRIBE_TIMEOUT_S, _headline, exc)
+    except BaseException:
+        # The class's own name, past whatever its metaclass makes of ``__name__``.
+        name = type.__dict__["__name__"].__get__(type(exc))
+        message = f"{name}: <its text cannot be shown>"
+    try:
+        text = watchdog.call(DESCRIBE_TIMEOUT_S, relative_traceback, exc, system)
+    except BaseException:
+        text = ""
+    return _sendable(message, MESSAGE_CHARS), _sendable(text, TRACEBACK_CHARS)
+
+
+def _headline(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _sendable(text: str, limit: int) -> str:
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class _CompiledFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves the checkpoint's modules from code compiled once, a fresh module per import."""
 
@@ -170,7 +208,7 @@ class CheckpointLoader:
     def _failure(
         self, verdict: Verdict, exc: BaseException, out: CappedWriter, err: CappedWriter
     ) -> LoadFailed:
-        message = f"{type(exc).__name__}: {exc}"
+        message, text = describe_failure(exc, self.system, self.watchdog)
         if isinstance(exc, PolicyTimeout):
             message = f"import + Policy() took longer than {self.limits['init_timeout_s']} s"
             if verdict is Verdict.OOM:
@@ -178,7 +216,7 @@ class CheckpointLoader:
         return LoadFailed(
             verdict=verdict,
             message=message,
-            traceback=relative_traceback(exc, self.system),
+            traceback=text,
             stdout=out.value(),
             stderr=err.value(),
         )

@@ -48,7 +48,7 @@ from evopolicygym.sandbox import Channel, FrameError, FrameTimeout, kill_descend
 
 from ._episode import timeout_error
 from ._exits import describe_exit
-from ._sealed import FLOAT64, read_calls, read_marker
+from ._sealed import FLOAT64, MARKER, read_calls, read_marker
 
 # Seconds a policy process may take beyond the time limits of a round before it is killed
 # (message encoding, interpreter overhead), and to build extra instances after the first.
@@ -76,29 +76,36 @@ class Zygote:
         self.abandoned: set[int] = set()  # killed on purpose: how they ended does not matter
         # Requested processes, in request order (the zygote answers in that order): their
         # channels, and the pids of those it has reported started.
-        self.requested: deque[Channel] = deque()
+        self.requested: deque[tuple[Channel, mmap.mmap]] = deque()
         self.started: deque[int] = deque()
 
     def request(self, slots: int) -> None:
-        """Ask for a policy process that will build ``slots`` instances (does not wait)."""
+        """Ask for a policy process that will build ``slots`` instances (does not wait), with a
+        channel and a marker of its own."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        marker_fd = os.memfd_create("marker", os.MFD_CLOEXEC)
         try:
-            self.channel.send(ForkPolicy(slots=slots), fds=[theirs.fileno()])
+            os.ftruncate(marker_fd, MARKER.size)
+            marker = mmap.mmap(marker_fd, MARKER.size)
+            MARKER.pack_into(marker, 0, -1, 0)
+            self.channel.send(ForkPolicy(slots=slots), fds=[theirs.fileno(), marker_fd])
         finally:
             theirs.close()
-        self.requested.append(
-            Channel(ours, PolicyReply, carries_fds=False, max_bytes=POLICY_MESSAGE_BYTES)
-        )
+            os.close(marker_fd)
+        channel = Channel(ours, PolicyReply, carries_fds=False, max_bytes=POLICY_MESSAGE_BYTES)
+        self.requested.append((channel, marker))
 
-    def take(self, slots: int) -> tuple[int, Channel]:
-        """The oldest requested policy process (requested now if none is); raises
-        :class:`FrameTimeout` or :class:`FrameError` when the zygote does not answer."""
+    def take(self, slots: int) -> tuple[int, Channel, mmap.mmap]:
+        """The oldest requested policy process (requested now if none is): its pid, channel and
+        marker. Raises :class:`FrameTimeout` or :class:`FrameError` when the zygote does not
+        answer."""
         if not self.requested:
             self.request(slots)
         deadline = time.monotonic() + 30
         while not self.started:
             self._note(self.channel.recv(deadline))
-        return self.started.popleft(), self.requested.popleft()
+        channel, marker = self.requested.popleft()
+        return self.started.popleft(), channel, marker
 
     def status(self, pid: int, timeout: float = 5.0) -> int | None:
         deadline = time.monotonic() + timeout
@@ -140,7 +147,6 @@ class SealedPolicy:
     def __init__(
         self,
         zygote: Zygote,
-        marker: mmap.mmap,
         slots: int,
         limits,
         cpu: int | None,
@@ -148,9 +154,8 @@ class SealedPolicy:
     ):
         self.zygote = zygote
         self.spared = spared
-        self.marker = marker
         self.limits = limits
-        self.pid, self.channel = zygote.take(slots)
+        self.pid, self.channel, self.marker = zygote.take(slots)
         self.alive = True
         if cpu is not None:
             with contextlib.suppress(OSError):  # it may have died already: the load says so
@@ -282,7 +287,6 @@ class LockstepRunner:
         self,
         make_world: Callable[[], World],
         zygote: Zygote,
-        marker: mmap.mmap,
         limits,
         slots: int,
         core: int | None = None,
@@ -293,7 +297,6 @@ class LockstepRunner:
         # Children sweeps leave alone: the zygote, and the processes the environment started
         # for itself (a browser driver) before any policy code ran in this worker.
         self.spared = frozenset({zygote.pid, *environment})
-        self.marker = marker
         self.limits = limits
         self.wanted = slots
         self.core = core
@@ -314,9 +317,7 @@ class LockstepRunner:
     def _start(self) -> int | LoadFailed:
         assert self.load_request is not None
         cpu = self._pin()
-        self.policy = SealedPolicy(
-            self.zygote, self.marker, self.wanted, self.limits, cpu, self.spared
-        )
+        self.policy = SealedPolicy(self.zygote, self.wanted, self.limits, cpu, self.spared)
         reply = self.policy.load(self.load_request)
         self._request_spare()  # for the next checkpoint, or a restart
         if isinstance(reply, LoadFailed):

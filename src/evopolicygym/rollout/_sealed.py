@@ -11,6 +11,7 @@ requests: no environment, no seed, no reward ever reach it.
 from __future__ import annotations
 
 import errno
+import fcntl
 import math
 import mmap
 import os
@@ -48,7 +49,7 @@ from evopolicygym.protocol import (
 from evopolicygym.sandbox import Channel, FrameError, die_with_parent, harden, lower_rlimits, reap
 
 from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
-from ._loader import CheckpointLoader, relative_traceback, write_checkpoint
+from ._loader import CheckpointLoader, describe_failure, write_checkpoint
 
 # The marker, shared memory written by the policy process and read by its worker: which slot's
 # policy call is running (-1: none), to blame the right episode after a crash; and how many calls
@@ -260,7 +261,7 @@ def _answer(
             except BaseException as exc:
                 watchdog.deadline = math.inf
                 action = None
-                failure = _classify(exc, system)
+                failure = _classify(exc, system, watchdog)
                 errors.append(_slot_error(slot, "act", failure, EpisodeErrorKind.ACT_ERROR))
             watchdog.deadline = math.inf
             actions.append(action)
@@ -316,25 +317,27 @@ def _call(watchdog: Watchdog, seconds: float, function, argument, system: Path):
         function(argument)
     except BaseException as exc:
         watchdog.deadline = math.inf
-        return _classify(exc, system)
+        return _classify(exc, system, watchdog)
     finally:
         watchdog.deadline = math.inf
     return None
 
 
-def _classify(exc: BaseException, system: Path) -> tuple[EpisodeErrorKind | None, str, str]:
+def _classify(
+    exc: BaseException, system: Path, watchdog: Watchdog
+) -> tuple[EpisodeErrorKind | None, str, str]:
     """``(kind, message, traceback)`` of a failed policy call; kind None means "the caller's
     default" (a plain exception in ``reset`` or ``act``)."""
-    text = relative_traceback(exc, system)
+    message, text = describe_failure(exc, system, watchdog)
     if isinstance(exc, PolicyTimeout):
         if near_memory_limit():
             return EpisodeErrorKind.OOM, "time limit reached while holding its memory limit", text
         return EpisodeErrorKind.ACT_TIMEOUT, "time limit reached", text
     if isinstance(exc, MemoryError):
-        return EpisodeErrorKind.OOM, f"MemoryError: {exc}", text
+        return EpisodeErrorKind.OOM, message, text
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG:  # as in train episodes
-        return EpisodeErrorKind.FILE_SIZE_LIMIT, f"{type(exc).__name__}: {exc}", text
-    return None, f"{type(exc).__name__}: {exc}", text
+        return EpisodeErrorKind.FILE_SIZE_LIMIT, message, text
+    return None, message, text
 
 
 def _slot_error(
@@ -351,7 +354,7 @@ def _is_float(value: Any) -> bool:
 # -- the zygote -----------------------------------------------------------------------------------
 
 
-def run_zygote(channel: Channel, marker: mmap.mmap, config: WorkerConfig, worker: int) -> None:
+def run_zygote(channel: Channel, config: WorkerConfig, worker: int) -> None:
     """Body of a sealed worker's policy zygote: fork a policy process per :class:`ForkPolicy`,
     report each one's end. Never returns normally."""
     die_with_parent(worker)
@@ -382,13 +385,14 @@ def run_zygote(channel: Channel, marker: mmap.mmap, config: WorkerConfig, worker
             continue
         if not isinstance(request, ForkPolicy):
             return
-        (fd,) = channel.take_fds(1)
+        fd, marker_fd = channel.take_fds(2)
         pid = os.fork()
         if pid == 0:
-            _become_policy_process(fd, zygote)
+            _become_policy_process(fd, marker_fd, zygote)
             status = 1
             try:
                 policy_channel = Channel(socket.socket(fileno=3), PolicyRequest, carries_fds=False)
+                marker = mmap.mmap(4, MARKER.size)
                 run_policy_process(policy_channel, marker, request.slots, config, randomness)
                 status = 0
             except BaseException:
@@ -396,16 +400,21 @@ def run_zygote(channel: Channel, marker: mmap.mmap, config: WorkerConfig, worker
             finally:
                 os._exit(status)
         os.close(fd)
+        os.close(marker_fd)
         channel.send(PolicyForked(pid=pid))
 
 
-def _become_policy_process(fd: int, zygote: int) -> None:
-    """In the fresh child: keep only the policy channel (as fd 3) and silence stdio."""
+def _become_policy_process(fd: int, marker_fd: int, zygote: int) -> None:
+    """In the fresh child: keep only the policy channel (as fd 3) and the marker (as fd 4), and
+    silence stdio."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     die_with_parent(zygote)
+    # Out of the way first: either may have arrived as 3 or 4.
+    fd, marker_fd = (fcntl.fcntl(f, fcntl.F_DUPFD, 5) for f in (fd, marker_fd))
     os.dup2(fd, 3)
+    os.dup2(marker_fd, 4)
     devnull = os.open(os.devnull, os.O_RDWR)
     for target in (0, 1, 2):
         os.dup2(devnull, target)
-    os.closerange(4, os.sysconf("SC_OPEN_MAX"))  # the zygote's channels among them
+    os.closerange(5, os.sysconf("SC_OPEN_MAX"))  # the zygote's channels among them

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import mmap
 import os
 import socket
 import tempfile
@@ -59,7 +58,7 @@ from ._episode import play_episode
 from ._loader import CheckpointLoader, rehearse_load, write_checkpoint
 from ._lockstep import LockstepRunner, Zygote
 from ._recorder import EpisodeRecorder
-from ._sealed import MARKER, run_zygote
+from ._sealed import run_zygote
 
 # Steps a warm train worker plays with random actions before its checkpoint arrives (_rehearse),
 # for adapters whose environments are plain simulators (a web environment rehearsed this way
@@ -233,8 +232,6 @@ def _rehearse(world, limits: dict, watchdog: Watchdog, encode) -> None:
 
 
 def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:
-    marker = mmap.mmap(-1, MARKER.size)
-    MARKER.pack_into(marker, 0, -1, 0)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     worker = os.getpid()
     pid = os.fork()
@@ -243,7 +240,7 @@ def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:
         try:
             ours.close()
             channel.close()
-            run_zygote(Channel(theirs, ForkPolicy), marker, config, worker)
+            run_zygote(Channel(theirs, ForkPolicy), config, worker)
             status = 0
         finally:
             os._exit(status)
@@ -262,7 +259,6 @@ def _serve_sealed(channel: Channel, config: WorkerConfig) -> int:
     runner = LockstepRunner(
         lambda: next(worlds, None) or sibling(),
         zygote,
-        marker,
         config.limits,
         config.slots,
         config.core,

@@ -97,7 +97,8 @@ def policy_paths(scratch: Path) -> tuple[list[Path], list[Path]]:
     """(readable, writable) for Landlock: the interpreter, its libraries and import path,
     system libraries, and the policy's own scratch directory."""
     readable = {Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve().parent}
-    # This process's import path: a host started in its scratch directory, so nothing else.
+    # This process's import path: libraries only (a lane host starts with -P, which keeps its
+    # working directory, where policy processes keep their scratch directories, off it).
     readable |= {Path(entry) for entry in sys.path if entry and os.path.isabs(entry)}
     readable |= {Path(path) for path in _SYSTEM_READABLE}
     # Its own /proc entry only: the worker lists its children there to sweep them.

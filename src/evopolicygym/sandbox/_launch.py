@@ -160,7 +160,11 @@ class HostProcess:
         self._cgroup: Path | None = None
         judge_socket, host_socket = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         host_fd = host_socket.detach()
-        command = [sys.executable, "-m", "evopolicygym.sandbox.host", "--channel", str(host_fd)]
+        # -P: the working directory (the lane's scratch, where policy processes keep theirs)
+        # stays off the import path, hence off what Landlock lets policy code read
+        # (``policy_paths``), and nobody can plant a module there.
+        command = [sys.executable, "-P", "-m", "evopolicygym.sandbox.host"]
+        command += ["--channel", str(host_fd)]
         command += ["--preload", ",".join(preload)]
         if expand is not None:
             command += ["--expand", expand[0], "--expand-argument", expand[1]]
