@@ -665,3 +665,72 @@ def test_slow_clients_do_not_block_other_requests(live_judge):
     finally:
         for client in idle:
             client.close()
+
+
+def _raw_submit(live_judge, headers: str, body: bytes) -> tuple[int, bytes]:
+    """POST /submit with ``headers`` (each ending in CRLF) and ``body`` sent as given."""
+    netloc = urlsplit(live_judge.url).netloc
+    request = (
+        f"POST {_secret_path(live_judge, '/submit')} HTTP/1.1\r\nHost: {netloc}\r\n"
+        f"Content-Type: application/json\r\n{headers}Connection: close\r\n\r\n"
+    ).encode() + body
+    return _raw(live_judge.url, request, timeout=15)
+
+
+def test_a_malformed_chunk_header_is_a_400_not_a_500(live_judge):
+    # Promise (http-api.md): a malformed request gets a 4xx with a JSON reason, never a 5xx, and
+    # costs nothing. werkzeug's chunk reader raises OSError("Invalid chunk header") out of the
+    # body read, which the judge answered 500 internal_error.
+    write_policy(live_judge.paths.system, constant_policy(1))
+    status, body = _raw_submit(
+        live_judge, "Transfer-Encoding: chunked\r\n", b'zz\r\n{"env_instances": [0]}\r\n0\r\n\r\n'
+    )
+    assert status == 400, body
+    answer = json.loads(body)
+    assert answer["status"] == answer["error"]["code"] == "bad_request"
+    assert "chunk" in answer["error"]["message"]
+    assert live_judge.judge.ledger.next_index == 0 and live_judge.judge.ledger.used == 0
+
+
+def test_a_body_framed_by_both_chunked_and_content_length_is_refused(live_judge):
+    # Promise (http-api.md): a request whose body is ambiguous is not judged. With both
+    # Transfer-Encoding: chunked and Content-Length, werkzeug reads the chunks and ignores the
+    # length, where another reader (a proxy) would take the first 3 bytes.
+    write_policy(live_judge.paths.system, constant_policy(1))
+    payload = b'{"env_instances": [0]}'
+    chunked = f"{len(payload):x}\r\n".encode() + payload + b"\r\n0\r\n\r\n"
+    status, body = _raw_submit(
+        live_judge, "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n", chunked
+    )
+    assert status == 400, body
+    answer = json.loads(body)
+    assert answer["error"]["code"] == "bad_request"
+    assert "ambiguous" in answer["error"]["message"]
+    assert live_judge.judge.ledger.next_index == 0 and live_judge.judge.ledger.used == 0
+
+
+def test_a_body_with_a_repeated_key_is_refused_not_read_last_one_wins(live_judge):
+    # Promise (http-api.md): the body has exactly one field, env_instances. A body naming it
+    # twice was read with the last value winning: the case it runs depends on the parser.
+    write_policy(live_judge.paths.system, constant_policy(1))
+    raw = b'{"env_instances": [99999], "env_instances": "0"}'
+    response = live_judge.request("POST", "/submit", raw=raw)
+    assert (response.status, response.body["status"]) == (400, "bad_request"), response.body
+    assert "repeats the key 'env_instances'" in response.body["error"]["message"]
+    assert live_judge.judge.ledger.next_index == 0 and live_judge.judge.ledger.used == 0
+
+
+@pytest.mark.parametrize("route", ["/submit", "/info", "/task", "/health", "/finalize"])
+def test_options_is_a_wrong_method_with_a_json_405(live_judge, route):
+    # Promise (http-api.md): every answer but /task's is JSON, and a wrong method on a known
+    # path is 405 method_not_allowed. Flask answered OPTIONS itself: 200 with an empty body.
+    netloc = urlsplit(live_judge.url).netloc
+    request = (
+        f"OPTIONS {_secret_path(live_judge, route)} HTTP/1.1\r\nHost: {netloc}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode()
+    status, body = _raw(live_judge.url, request)
+    assert status == 405, body
+    answer = json.loads(body)
+    assert answer["status"] == answer["error"]["code"] == "method_not_allowed"
+    assert live_judge.judge.ledger.next_index == 0

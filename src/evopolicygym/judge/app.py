@@ -9,11 +9,13 @@ or a policy calling home).
 
 Every answer is JSON except ``GET /task`` (Markdown). Requests that cannot be judged get a 4xx
 with ``{"status": <code>, "error": {"code", "message"}}`` (:class:`ApiError`) and cost nothing:
-malformed or too deeply nested JSON, a missing ``env_instances`` or unknown fields (400
-``bad_request``), a body that is not JSON (415), a body over ``MAX_BODY_BYTES`` (413), an
-``env_instances`` of the wrong form (400 ``budget_invalid``, see :class:`SubmitRequest`), a
-closed run or a judge that has stopped serving (409 ``run_closed``), unknown paths (404) and
-``/finalize`` (405: finalization is the judge's). A client that hangs up while its submit waits
+malformed or too deeply nested JSON, a repeated key, a missing ``env_instances`` or unknown
+fields, a malformed chunked body or one framed by both ``Transfer-Encoding: chunked`` and
+``Content-Length`` (400 ``bad_request``), a body that is not JSON (415), a body over
+``MAX_BODY_BYTES`` (413), an ``env_instances`` of the wrong form (400 ``budget_invalid``, see
+:class:`SubmitRequest`), a closed run or a judge that has stopped serving (409 ``run_closed``),
+unknown paths (404), a wrong method on a known path, ``OPTIONS`` included (405, with ``Allow``),
+and ``/finalize`` (405: finalization is the judge's). A client that hangs up while its submit waits
 for the lock is not charged; one that only half-closes its connection is judged.
 """
 
@@ -32,7 +34,8 @@ from typing import IO, Any
 
 from flask import Flask, Response, request
 from pydantic import ValidationError
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, RequestEntityTooLarge
+from werkzeug.http import parse_set_header
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from evopolicygym.protocol import (
@@ -138,6 +141,27 @@ def _read_body(stream: IO[bytes], content_length: int | None) -> bytes | None:
     return bytes(body) if len(body) <= MAX_BODY_BYTES else None
 
 
+def _ambiguous_framing(environ: dict[str, Any]) -> bool:
+    """Whether the request gives both ``Transfer-Encoding: chunked`` and ``Content-Length``
+    (werkzeug reads the chunks and ignores the length: the two may frame different bodies)."""
+    chunked = "chunked" in parse_set_header(environ.get("HTTP_TRANSFER_ENCODING"))
+    return chunked and "CONTENT_LENGTH" in environ
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object names the same key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of ``json.loads``: the object, or :class:`_DuplicateKey`."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key)
+        obj[key] = value
+    return obj
+
+
 def _submit_body(raw: bytes) -> SubmitRequest | Response:
     """The validated body of ``POST /submit``, or the error answer."""
     usage = (
@@ -148,7 +172,13 @@ def _submit_body(raw: bytes) -> SubmitRequest | Response:
             400, "bad_request", f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels; {usage}"
         )
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        return _error(
+            400,
+            "bad_request",
+            f"the JSON body repeats the key {str(exc.args[0])[:40]!r} in one object; {usage}",
+        )
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         return _error(400, "bad_request", f"the body is not valid JSON ({str(exc)[:120]}); {usage}")
     if not isinstance(body, dict) or "env_instances" not in body:
@@ -174,33 +204,50 @@ def create_app(judge: Judge) -> Flask:
     # No MAX_CONTENT_LENGTH: werkzeug ends a chunked body at that limit without an error, so a
     # longer body would be judged on its first bytes. _read_body enforces the limit.
     app = Flask("evopolicygym.judge")
+    # Every route is declared with provide_automatic_options=False: Flask would otherwise answer
+    # OPTIONS itself (200, empty body); here it is a wrong method like any other (405, JSON).
 
     @app.after_request
     def _server_header(response: Response) -> Response:
         response.headers["Server"] = f"EvoPolicyGym/{HARNESS_VERSION}"
         return response
 
-    @app.get("/info")
+    @app.get("/info", provide_automatic_options=False)
     def info() -> Response:
         return _json(200, json.loads(judge.info().model_dump_json()))
 
-    @app.get("/task")
+    @app.get("/task", provide_automatic_options=False)
     def task() -> Response:
         return Response(judge.task() + endpoints_text(request.url_root), mimetype="text/markdown")
 
-    @app.get("/health")
+    @app.get("/health", provide_automatic_options=False)
     def health() -> Response:
         return _json(200, {"status": "ok", "phase": judge.phase})
 
-    @app.post("/submit")
+    @app.post("/submit", provide_automatic_options=False)
     def submit() -> Response:
+        if _ambiguous_framing(request.environ):
+            return _error(
+                400,
+                "bad_request",
+                "the request has both Transfer-Encoding: chunked and Content-Length, so its body "
+                "is ambiguous: send one of them",
+            )
         if not request.is_json:
             return _error(
                 415,
                 "unsupported_media_type",
                 "send the body as JSON with the header Content-Type: application/json",
             )
-        raw = _read_body(request.stream, request.content_length)
+        try:
+            raw = _read_body(request.stream, request.content_length)
+        except OSError as exc:  # werkzeug's DechunkedInput: a malformed or cut-off chunk
+            return _error(
+                400,
+                "bad_request",
+                f"the chunked body is malformed ({str(exc)[:120]}): send each chunk as <size in "
+                "hex>\\r\\n<bytes>\\r\\n and end with 0\\r\\n\\r\\n, or send Content-Length",
+            )
         if raw is None:
             raise RequestEntityTooLarge()
         body = _submit_body(raw)
@@ -214,7 +261,7 @@ def create_app(judge: Judge) -> Flask:
             return _error(exc.status, exc.code, exc.message)
         return _json(status, SubmitResponse.model_validate(payload).model_dump(mode="json"))
 
-    @app.route("/finalize", methods=["GET", "POST", "PUT", "DELETE"])
+    @app.route("/finalize", methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
     def finalize() -> Response:
         return _error(
             405,
@@ -230,7 +277,14 @@ def create_app(judge: Judge) -> Flask:
             404: "unknown endpoint: use GET /info, GET /task, POST /submit",
             413: f"request body is larger than {MAX_BODY_BYTES} bytes",
         }
-        return _error(exc.code or 500, code, messages.get(exc.code or 500, exc.description or code))
+        message = messages.get(exc.code or 500, exc.description or code)
+        allowed = ", ".join(exc.valid_methods or []) if isinstance(exc, MethodNotAllowed) else ""
+        if allowed:
+            message = f"{request.method[:20]} is not allowed on this path: use {allowed}"
+        response = _error(exc.code or 500, code, message)
+        if allowed:
+            response.headers["Allow"] = allowed
+        return response
 
     @app.errorhandler(Exception)
     def internal_error(exc: Exception) -> Response:
