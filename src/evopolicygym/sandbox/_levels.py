@@ -39,7 +39,11 @@ LEVEL_ORDER = (IsolationLevel.NAMESPACED, IsolationLevel.BASIC, IsolationLevel.P
 # Known gaps of each level, stated in run.json and SECURITY.md.
 LEVEL_GAPS = {
     IsolationLevel.NAMESPACED: (),
-    IsolationLevel.BASIC: ("policy code shares the host's process, network and mount namespaces",),
+    IsolationLevel.BASIC: (
+        "policy code shares the host's process, network and mount namespaces",
+        "policy code's scratch directory is on the machine's disk: each file is limited in size, "
+        "not their number, so a policy can fill the disk while its episode runs",
+    ),
     IsolationLevel.PROCESS: (
         "policy code can read and write every file the judge's user can",
         "policy code can open network sockets, including to the judge",
