@@ -18,9 +18,9 @@ Layout of ``<runs>/<model>/<env>/<exp_id>/`` (segments slugged)::
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +33,7 @@ from evopolicygym.agents import (
     Resume,
     RunHistory,
     agent_jail,
+    agents_md_sha256,
     agents_md_text,
     drive,
     make_harness,
@@ -150,8 +151,18 @@ def _short(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def _sha256(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+def _stage_agents_md(path: Path) -> None:
+    """Write the rules to ``workspace/AGENTS.md``, unless a regular file is there already (a
+    resumed run's: the agent may have edited its copy). What else an agent left at that name
+    (a link, a FIFO, a socket) is removed, never followed; a directory is left alone."""
+    with contextlib.suppress(FileNotFoundError):
+        mode = os.lstat(path).st_mode
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return
+        path.unlink()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with open(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(agents_md_text())
 
 
 # Settings that change what a run's result means; a run directory keeps the ones it started with.
@@ -291,8 +302,7 @@ def run_in_directory(
     with RunLock(paths.private / "lock", paths.root):
         _check_settings(paths, config)  # another process may have started it meanwhile
         _save_settings(paths, config)
-        if not paths.agents_md.exists():
-            paths.agents_md.write_text(agents_md_text())
+        _stage_agents_md(paths.agents_md)
         label = f"{config.run.model}/{spec.id}/{config.run.exp_id}"
         events = EventLog(paths.logs / "harness.log", progress, label, display)
         pool.log_to(paths.logs / "workers.log")
@@ -585,7 +595,8 @@ def _record(
     versions = {
         "harness": HARNESS_VERSION,
         "env_version": spec.version,
-        "agents_md_hash": _sha256(paths.agents_md.read_bytes()),
+        # The rules the judge staged: the workspace's copy is the agent's to change.
+        "agents_md_hash": agents_md_sha256(),
         **splits.hashes,
         # private: seeds from the OS, hashes are commitments; public: computable from a seed
         "case_protocol": "private" if splits.private else "public",

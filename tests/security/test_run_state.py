@@ -157,3 +157,36 @@ def test_a_patched_interpreter_is_never_scored(tmp_path):
     outcome = json.loads((root / "run.json").read_text())["outcome"]
     assert outcome["status"] == "error" and outcome["final_score"] is None
     assert outcome["error"]["type"] == "interpreter_changed"
+
+
+# Replaces AGENTS.md with a FIFO nobody writes (reading it blocks for ever); then, as
+# submit_policy_agent.py, spends the budget on the policy file given (both run in the agent jail,
+# which shows the agent its own script and its workspace only: the policy is written beside it).
+REPLACES_AGENTS_MD = """
+import os
+os.remove("AGENTS.md")
+os.mkfifo("AGENTS.md")
+"""
+
+
+def test_what_the_agent_puts_at_agents_md_neither_stalls_the_run_nor_changes_its_record(
+    tmp_path,
+):
+    from evopolicygym.agents import agents_md_sha256
+
+    agent = tmp_path / "agent.py"
+    agent.write_text(REPLACES_AGENTS_MD + SUBMIT_POLICY.read_text())
+    policy = (
+        "class Policy:\n    def __init__(self, *a): pass\n"
+        "    def reset(self, i): pass\n    def act(self, obs): return 2\n"
+    )
+    root = tmp_path / "run"
+    (root / "workspace").mkdir(parents=True)
+    (root / "workspace" / "given_policy.py").write_text(policy)
+    command = [*CLI, "run", "--env", "toy", "--root", str(root), "--budget", "2", "--jobs", "1"]
+    command += ["--agent", "command", "--", sys.executable, str(agent), "given_policy.py"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    record = json.loads((root / "run.json").read_text())
+    assert record["outcome"]["status"] == "completed"
+    assert record["versions"]["agents_md_hash"] == agents_md_sha256()
