@@ -1,10 +1,13 @@
+import json
 import os
 import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from evopolicygym.judge import checkpoint
+from evopolicygym.judge import _fstree, checkpoint
 from evopolicygym.judge.checkpoint import (
     MirrorError,
     SnapshotRefused,
@@ -13,10 +16,31 @@ from evopolicygym.judge.checkpoint import (
     read_files,
     scan,
     snapshot,
+    write_metrics,
 )
 from evopolicygym.protocol import Verdict
 
 POLICY = "class Policy:\n    pass\n"
+
+
+@pytest.fixture
+def tmp_path(tmp_path):
+    """pytest's own temporary directory, emptied without recursion after the test: the deep
+    trees these tests plant would crash pytest's recursive clean-up of old directories."""
+    yield tmp_path
+    _fstree.remove_path(tmp_path)
+
+
+def nest(directory, depth):
+    """``directory/d/d/.../d`` ``depth`` levels deep (made through descriptors: the path is
+    too long to name)."""
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=descriptor)
+        below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=descriptor)
+        os.close(descriptor)
+        descriptor = below
+    os.close(descriptor)
 
 
 def test_scan_names_what_is_wrong(tmp_path):
@@ -67,16 +91,40 @@ def _unix_socket(path: Path) -> None:
             "system/data_\\xff.bin has a name that is not UTF-8",
         ),
         (
+            lambda system: os.symlink(b"/nonexistent/\xff\xfe", os.fsencode(system / "bad")),
+            "system/bad is a symbolic link whose target is not UTF-8",
+        ),
+        (
             lambda system: (system / "weights.bin").write_bytes(b"\0" * 2048),
             "system/ holds more than 1024 bytes (the limit was passed at system/weights.bin)",
         ),
+        (
+            lambda system: [(system / f"f{n:03d}").touch() for n in range(100)],
+            "system/ holds more than 100 entries (the limit was passed at system/",
+        ),
+        (
+            lambda system: (system / "data" / ("x" * 200) / ("y" * 200)).mkdir(parents=True),
+            f"system/data/{'x' * 200}/{'y' * 200} has a path longer than 256 bytes",
+        ),
+        (lambda system: nest(system / "data", 2000), f"system/data{'/d' * 64} is nested more"),
     ],
-    ids=["fifo", "socket", "non-utf8-name", "over-the-cap"],
+    ids=[
+        "fifo",
+        "socket",
+        "non-utf8-name",
+        "non-utf8-link-target",
+        "over-the-cap",
+        "too-many-entries",
+        "path-too-long",
+        "deeper-than-the-recursion-limit",
+    ],
 )
 def test_a_snapshot_refuses_what_it_cannot_copy_and_leaves_no_checkpoint(
     tmp_path, monkeypatch, plant, says
 ):
     monkeypatch.setattr(checkpoint, "MAX_SNAPSHOT_BYTES", 1024)
+    monkeypatch.setattr(checkpoint, "MAX_SNAPSHOT_ENTRIES", 100)
+    monkeypatch.setattr(checkpoint, "MAX_SNAPSHOT_PATH_BYTES", 256)
     system = tmp_path / "system"
     (system / "data").mkdir(parents=True)
     (system / "policy.py").write_text(POLICY)
@@ -101,7 +149,7 @@ def test_the_snapshot_cap_counts_the_bytes_copied_not_the_listed_size(tmp_path, 
     real_open = os.open
 
     def open_and_grow(path, flags, *args, **kwargs):
-        if Path(path) == grown:
+        if Path(path).name == grown.name:  # opened relative to its directory
             os.truncate(grown, 1 << 20)
         return real_open(path, flags, *args, **kwargs)
 
@@ -194,3 +242,77 @@ def test_a_mirror_that_cannot_replace_system_says_so(tmp_path):
     with pytest.raises(MirrorError, match="cannot replace"):
         mirror(source / "missing", system)
     assert system.is_dir()
+
+
+def test_a_directory_swapped_for_a_link_during_the_copy_is_never_followed(tmp_path):
+    # The red team's F1: system/a is swapped for a link to the judge's private directory while
+    # the judge copies a large first file of a/; the entries listed before were then copied
+    # from the link's target.
+    private = tmp_path / ".judge"
+    private.mkdir()
+    (private / "key").write_bytes(b"SECRET-KEY-BYTES")
+    system = tmp_path / "workspace" / "system"
+    (system / "a").mkdir(parents=True)
+    (system / "policy.py").write_text(POLICY)
+    (system / "a" / "0pad").write_bytes(os.urandom(64 * 2**20))
+    (system / "a" / "key").write_bytes(b"decoy")
+    target = tmp_path / "checkpoints" / "submit_000"
+    copying = tmp_path / "checkpoints" / ".submit_000.tmp" / "a" / "0pad"
+    swapped = threading.Event()
+
+    def swap_once_the_copy_reads_the_pad() -> None:
+        deadline = time.monotonic() + 60
+        while not copying.exists() and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        os.rename(system / "a", system / "a_real")
+        os.symlink("../../.judge", system / "a")
+        swapped.set()
+
+    swapper = threading.Thread(target=swap_once_the_copy_reads_the_pad)
+    swapper.start()
+    try:
+        snapshot(system, target)
+    finally:
+        swapper.join()
+    assert swapped.is_set() and (system / "a").is_symlink()
+    assert (target / "a" / "key").read_bytes() == b"decoy"
+    assert all(b"SECRET" not in item.data for item in read_files(target))
+
+
+def test_a_planted_metrics_link_is_neither_copied_nor_written_through(tmp_path):
+    victim = tmp_path / "journal.jsonl"
+    victim.write_text("the judge's own file\n")
+    system = tmp_path / "workspace" / "system"
+    system.mkdir(parents=True)
+    (system / "policy.py").write_text(POLICY)
+    (system / "metrics.json").symlink_to(victim)
+    (system / "_meta.json").symlink_to(victim)
+    target = tmp_path / "checkpoints" / "submit_000"
+    snapshot(system, target)
+    assert sorted(p.name for p in target.iterdir()) == ["policy.py"]
+    write_metrics(target)
+    assert victim.read_text() == "the judge's own file\n"
+    assert not (target / "metrics.json").is_symlink()
+    assert json.loads((target / "metrics.json").read_text())["files"] == 1
+
+
+def test_a_mirror_removes_deep_trees_the_agent_left_and_refuses_a_deep_checkpoint(tmp_path):
+    source = tmp_path / "checkpoint"
+    source.mkdir()
+    (source / "policy.py").write_text(POLICY)
+    workspace = tmp_path / "workspace"
+    system = workspace / "system"
+    system.mkdir(parents=True)
+    nest(system, 2000)
+    (workspace / ".system.mirror").mkdir()
+    nest(workspace / ".system.mirror", 2000)
+    mirror(source, system)
+    assert sorted(p.name for p in workspace.iterdir()) == ["system"]
+    assert sorted(p.name for p in system.iterdir()) == ["policy.py"]
+    # A checkpoint deeper than a snapshot takes (made by an older judge) is refused, not
+    # recursed into: finalize logs the MirrorError and closes the run.
+    nest(source, 2000)
+    with pytest.raises(MirrorError, match="nested more than 64 directories deep"):
+        mirror(source, system)
+    assert (system / "policy.py").read_text() == POLICY
+    assert sorted(p.name for p in workspace.iterdir()) == ["system"]

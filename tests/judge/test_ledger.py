@@ -1,10 +1,15 @@
 """The journal: replay, crash settlement, and the HMAC chain that makes edits detectable."""
 
+import contextlib
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from evopolicygym.judge import JournalCorrupt, Ledger
+from evopolicygym.judge import JournalCorrupt, Ledger, _fstree
+from evopolicygym.judge.ledger import publish_draft
 from evopolicygym.protocol import (
     Evaluation,
     SubmitBegin,
@@ -12,6 +17,14 @@ from evopolicygym.protocol import (
     SubmitRecord,
     SubmitRollback,
 )
+
+
+@pytest.fixture
+def tmp_path(tmp_path):
+    """pytest's own temporary directory, emptied without recursion after the test: the deep
+    trees these tests plant would crash pytest's recursive clean-up of old directories."""
+    yield tmp_path
+    _fstree.remove_path(tmp_path)
 
 
 def _commit(index, cost, status="ok"):
@@ -124,3 +137,116 @@ def test_a_committed_submit_whose_feedback_was_not_yet_published_is_published(tm
     published = feedback / "submit_000"
     assert not published.is_symlink() and (published / "summary.json").read_text() == "{}"
     assert not (drafts / "submit_000").exists() and list(elsewhere.iterdir()) == []
+
+
+def _nest(directory, depth):
+    """``directory/d/d/.../d`` ``depth`` levels deep (made through descriptors: the path is
+    too long to name)."""
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=descriptor)
+        below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=descriptor)
+        os.close(descriptor)
+        descriptor = below
+    os.close(descriptor)
+
+
+def _victim(tmp_path):
+    """Another run's checkpoints, which the agent points its feedback directory at."""
+    victim = tmp_path / "victim" / "checkpoints"
+    for index in range(3):
+        (victim / f"submit_{index:03d}").mkdir(parents=True)
+        (victim / f"submit_{index:03d}" / "precious.txt").write_text(str(index))
+    return victim
+
+
+def _intact(victim):
+    return sorted(p.name for p in victim.iterdir()) == [
+        f"submit_{i:03d}" for i in range(3)
+    ] and all((victim / f"submit_{i:03d}" / "precious.txt").read_text() == str(i) for i in range(3))
+
+
+def _draft(drafts, index):
+    draft = drafts / f"submit_{index:03d}"
+    (draft / "episodes").mkdir(parents=True)
+    (draft / "summary.json").write_text(json.dumps({"submit_index": index}))
+    return draft
+
+
+def test_a_feedback_directory_replaced_with_a_link_is_never_followed(tmp_path):
+    _, _, feedback, drafts = _run_dirs(tmp_path)
+    victim = _victim(tmp_path)
+    feedback.rmdir()
+    feedback.symlink_to(victim)
+    published = publish_draft(_draft(drafts, 1), feedback)
+    assert published == feedback / "submit_001" and not feedback.is_symlink()
+    assert json.loads((published / "summary.json").read_text()) == {"submit_index": 1}
+    assert _intact(victim)
+
+
+_EXCHANGER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+RENAME_EXCHANGE, AT_FDCWD = 2, -100
+workspace, target = sys.argv[1], sys.argv[2]
+os.chdir(workspace)
+print("ready", flush=True)
+while True:
+    if libc.renameat2(AT_FDCWD, b"feedback", AT_FDCWD, b"decoy", RENAME_EXCHANGE) != 0:
+        # The judge removed the link (or feedback): plant it again.
+        for name in ("feedback", "decoy"):
+            try:
+                os.symlink(target, name)
+            except OSError:
+                pass
+"""
+
+
+def test_publishing_while_the_agent_swaps_feedback_for_a_link_never_touches_the_target(tmp_path):
+    # The red team's F2: `renameat2(RENAME_EXCHANGE)` in a loop between workspace/feedback and
+    # a link to another run's checkpoints, while the judge publishes.
+    _, _, feedback, drafts = _run_dirs(tmp_path)
+    victim = _victim(tmp_path)
+    (feedback.parent / "decoy").symlink_to(victim)
+    exchanger = subprocess.Popen(
+        [sys.executable, "-c", _EXCHANGER, str(feedback.parent), str(victim)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    published = 0
+    try:
+        assert exchanger.stdout.readline() == "ready\n"
+        for index in range(300):
+            draft = _draft(drafts, index % 3)
+            with contextlib.suppress(OSError):  # feedback swapped again meanwhile
+                publish_draft(draft, feedback)
+                published += 1
+            _fstree.remove_path(draft)
+    finally:
+        exchanger.kill()
+        exchanger.wait()
+    assert _intact(victim)
+    assert published > 0
+
+
+def test_a_deep_tree_planted_at_a_feedback_name_is_removed_when_publishing(tmp_path):
+    _, _, feedback, drafts = _run_dirs(tmp_path)
+    (feedback / "submit_000").mkdir()
+    _nest(feedback / "submit_000", 2000)
+    published = publish_draft(_draft(drafts, 0), feedback)
+    assert sorted(p.name for p in published.iterdir()) == ["episodes", "summary.json"]
+
+
+def test_a_resume_publishes_over_a_deep_tree_the_agent_planted(tmp_path):
+    # The red team's F5: every --resume crashed with RecursionError while settling.
+    journal, checkpoints, feedback, drafts = _run_dirs(tmp_path)
+    ledger = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
+    ledger.append(SubmitBegin(index=0, n_episodes=2))
+    ledger.append(_commit(0, 2))
+    _draft(drafts, 0)
+    (feedback / "submit_000").mkdir()
+    _nest(feedback / "submit_000", 2000)
+    again = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
+    assert (again.remaining, again.next_index) == (3, 1)
+    assert json.loads((feedback / "submit_000" / "summary.json").read_text())["submit_index"] == 0
+    assert not (drafts / "submit_000").exists()

@@ -5,31 +5,34 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import errno
 import hashlib
 import json
 import os
-import shutil
 import stat
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from evopolicygym.protocol import CheckpointFile, Verdict
 
+from . import _fstree
+
 IGNORED_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git"}
 # The judge's own files, at the top level of a checkpoint only (deeper down they are data).
 IGNORED_FILES = {"metrics.json", "_meta.json", ".keep"}
 MAX_SNAPSHOT_BYTES = 256 * 2**20
+MAX_SNAPSHOT_ENTRIES = 100_000
+MAX_SNAPSHOT_DEPTH = 64  # directories below system/; each holds a descriptor while copied
+MAX_SNAPSHOT_PATH_BYTES = 1024  # of a path below system/, so the checkpoint's stay usable
 # The judge parses sources in its own process (~300x their size in memory): a larger .py file
 # is left to the worker, which imports it under its limits.
 MAX_PARSED_SOURCE_BYTES = 2**20
-_COPY_CHUNK = 2**20
 
 
 class SnapshotRefused(Exception):
     """``system/`` cannot be taken as a checkpoint: it holds something other than directories,
-    regular files and symbolic links, a name that is not UTF-8, an unreadable file, or more
-    than ``MAX_SNAPSHOT_BYTES``. ``verdict`` is the submit's verdict and ``message`` says what
+    regular files and symbolic links, a name or link target that is not UTF-8, an unreadable
+    entry, or passes a ``MAX_SNAPSHOT_*`` limit (see :func:`snapshot`). ``verdict`` is the submit's verdict and ``message`` says what
     to remove; no checkpoint is left behind."""
 
     def __init__(self, verdict: Verdict, message: str):
@@ -51,16 +54,20 @@ class ScanProblem(NamedTuple):
 
 def _files(root: Path) -> list[Path]:
     """Regular files and symbolic links below ``root`` (links never followed), sorted; caches
-    and, at the top level only, the judge's own files left out."""
+    and, at the top level only, the judge's own files left out. Iterative: a checkpoint taken
+    before snapshots were bounded in depth may be deeper than Python's recursion limit."""
     found: list[Path] = []
-    for directory, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_DIRS)
-        base = Path(directory)
-        top = base == root
-        found += [base / name for name in filenames if not (top and name in IGNORED_FILES)]
-        # Links to directories appear in dirnames; keep them as links, do not descend.
-        found += [base / d for d in dirnames if (base / d).is_symlink()]
-        dirnames[:] = [d for d in dirnames if not (base / d).is_symlink()]
+    directories = [root]
+    while directories:
+        directory = directories.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if _not_copied(0 if directory == root else 1, entry.name):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    directories.append(Path(entry.path))
+                else:
+                    found.append(Path(entry.path))
     return sorted(found)
 
 
@@ -89,119 +96,100 @@ def files_hash(files: list[CheckpointFile]) -> str:
 
 def snapshot(system: Path, target: Path) -> None:
     """Copy ``system`` to ``target`` through a temporary sibling and a rename. Symlinks are
-    copied as links (never followed) and caches are skipped. Raises :class:`SnapshotRefused`,
-    leaving no checkpoint, for a ``system`` that is itself a symbolic link, a FIFO, socket or
-    device, a name that is not UTF-8, an entry the
-    judge cannot read, or a tree over ``MAX_SNAPSHOT_BYTES``. The limit counts the bytes
-    actually copied, so neither a file that grows during the copy nor a sparse file passes it."""
+    copied as links (never followed); caches, and the judge's own files at the top level, are
+    skipped. The copy walks ``system`` by directory descriptors (opened relative to the
+    workspace, which the agent cannot replace), so an entry swapped while it runs, a directory
+    for a symbolic link for instance, is never followed out of ``system``.
+
+    Raises :class:`SnapshotRefused`, leaving no checkpoint, for a ``system`` that is not a
+    directory, a FIFO, socket or device, a name or link target that is not UTF-8, an entry the
+    judge cannot read (one swapped for a link as it is opened), a tree deeper than
+    ``MAX_SNAPSHOT_DEPTH`` directories, a path longer than ``MAX_SNAPSHOT_PATH_BYTES``, more
+    than ``MAX_SNAPSHOT_ENTRIES`` entries or ``MAX_SNAPSHOT_BYTES`` bytes. The byte limit
+    counts the bytes actually copied, so neither a file that grows during the copy nor a
+    sparse file passes it."""
     temporary = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(temporary, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _fstree.remove_path(temporary)
     # A target without a journaled submit is what a machine crash left: it is redone.
-    shutil.rmtree(target, ignore_errors=True)
-    if system.is_symlink():
-        # Followed, it would make the judge copy whatever it points to (another run's files)
-        # into this run's checkpoint.
-        raise _refused(Path("system"), "is a symbolic link, not a directory")
+    _fstree.remove_path(target)
+    temporary.mkdir()
     try:
-        if system.exists():
-            _copy_tree(system, temporary, Path("system"), _ByteBudget(MAX_SNAPSHOT_BYTES))
-        else:
-            temporary.mkdir(parents=True)
+        with _fstree.opened_directory(temporary) as copy:
+            _copy_system(system, copy)
     except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            _fstree.remove_path(temporary)
         raise
     temporary.replace(target)
 
 
-class _ByteBudget:
-    """The bytes a snapshot may still copy."""
+def _copy_system(system: Path, copy: int) -> None:
+    """Copy the entries of ``system`` (nothing if it does not exist) into the directory
+    ``copy``, or raise :class:`SnapshotRefused`."""
+    with _fstree.opened_directory(system.parent) as workspace:
+        try:
+            source = _fstree.open_directory(system.name, workspace)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise _system_refused(workspace, system.name, exc) from None
+        try:
+            _fstree.copy_tree(source, copy, _limits(), _not_copied)
+        except _fstree.TreeRefused as refused:
+            raise _refusal(refused) from None
+        finally:
+            os.close(source)
 
-    def __init__(self, limit: int):
-        self.left = limit
 
-    def spend(self, size: int, shown: Path) -> None:
-        self.require(size, shown)
-        self.left -= size
+def _system_refused(workspace: int, name: str, exc: OSError) -> SnapshotRefused:
+    """Why ``system`` itself cannot be copied. Followed, a link would make the judge copy
+    whatever it points to (another run's files) into this run's checkpoint."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISLNK(os.stat(name, dir_fd=workspace, follow_symlinks=False).st_mode):
+            return _refused(Path("system"), "is a symbolic link, not a directory")
+    if exc.errno == errno.ENOTDIR:
+        return _refused(Path("system"), "is not a directory")
+    return _refused(Path("system"), f"cannot be read ({exc.strerror or exc})")
 
-    def require(self, size: int, shown: Path) -> None:
-        if size > self.left:
-            raise SnapshotRefused(
-                Verdict.IMPORT_ERROR,
-                f"system/ holds more than {MAX_SNAPSHOT_BYTES} bytes (the limit was passed at "
-                f"{shown}): remove large files from system/ and submit again",
-            )
+
+def _limits() -> _fstree.TreeLimits:
+    # Read at each call: tests lower the limits.
+    return _fstree.TreeLimits(
+        depth=MAX_SNAPSHOT_DEPTH,
+        path_bytes=MAX_SNAPSHOT_PATH_BYTES,
+        entries=MAX_SNAPSHOT_ENTRIES,
+        bytes=MAX_SNAPSHOT_BYTES,
+    )
+
+
+def _not_copied(depth: int, name: str) -> bool:
+    """Caches anywhere, the judge's own files at the top level only."""
+    return name in IGNORED_DIRS or (depth == 0 and name in IGNORED_FILES)
+
+
+def _refusal(refused: _fstree.TreeRefused) -> SnapshotRefused:
+    shown = Path("system", *refused.parts)
+    printable = Path(os.fsencode(shown).decode(errors="backslashreplace"))
+    if refused.limit == "bytes":
+        return _over(f"more than {MAX_SNAPSHOT_BYTES} bytes", printable, "large files")
+    if refused.limit == "entries":
+        return _over(f"more than {MAX_SNAPSHOT_ENTRIES} entries", printable, "files")
+    return _refused(printable, refused.problem)
+
+
+def _over(amount: str, shown: Path, what: str) -> SnapshotRefused:
+    return SnapshotRefused(
+        Verdict.IMPORT_ERROR,
+        f"system/ holds {amount} (the limit was passed at {shown}): remove {what} from "
+        "system/ and submit again",
+    )
 
 
 def _refused(shown: Path, problem: str) -> SnapshotRefused:
     return SnapshotRefused(
         Verdict.IMPORT_ERROR, f"{shown} {problem}: remove it from system/ and submit again"
     )
-
-
-@contextlib.contextmanager
-def _reading(shown: Path) -> Iterator[None]:
-    """Turn a failure to read ``shown`` in the agent's ``system/`` into a refusal."""
-    try:
-        yield
-    except OSError as exc:
-        raise _refused(shown, f"cannot be read ({exc.strerror or exc})") from None
-
-
-def _copy_tree(source: Path, target: Path, shown: Path, budget: _ByteBudget) -> None:
-    """Copy the directory ``source`` to the new directory ``target``; ``shown`` is how
-    messages name ``source``."""
-    target.mkdir(parents=True)
-    with _reading(shown), os.scandir(source) as scanned:
-        entries = sorted(scanned, key=lambda entry: entry.name)
-    for entry in entries:
-        if entry.name in IGNORED_DIRS:
-            continue
-        name = shown / entry.name
-        try:
-            entry.name.encode()
-        except UnicodeEncodeError:
-            printable = os.fsencode(name).decode(errors="backslashreplace")
-            raise _refused(Path(printable), "has a name that is not UTF-8") from None
-        with _reading(name):
-            mode = entry.stat(follow_symlinks=False).st_mode
-            link = os.readlink(entry.path) if stat.S_ISLNK(mode) else None
-        if link is not None:
-            budget.spend(len(os.fsencode(link)), name)
-            os.symlink(link, target / entry.name)
-        elif stat.S_ISDIR(mode):
-            _copy_tree(Path(entry.path), target / entry.name, name, budget)
-        elif stat.S_ISREG(mode):
-            _copy_file(Path(entry.path), target / entry.name, name, budget)
-        else:
-            raise _refused(name, f"is a {_kind(mode)}, not a regular file")
-
-
-def _copy_file(source: Path, target: Path, shown: Path, budget: _ByteBudget) -> None:
-    # O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO after the listing is
-    # neither followed nor waited on, and fstat says what was really opened.
-    with _reading(shown):
-        descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with open(descriptor, "rb") as reader:
-        status = os.fstat(reader.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise _refused(shown, f"is a {_kind(status.st_mode)}, not a regular file")
-        budget.require(status.st_size, shown)  # at once; growth is caught while copying
-        with open(target, "xb") as writer:
-            while chunk := reader.read(_COPY_CHUNK):
-                budget.spend(len(chunk), shown)
-                writer.write(chunk)
-    os.chmod(target, stat.S_IMODE(status.st_mode) | stat.S_IRUSR)
-    os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
-
-
-def _kind(mode: int) -> str:
-    kinds = {
-        stat.S_IFIFO: "named pipe",
-        stat.S_IFSOCK: "socket",
-        stat.S_IFCHR: "character device",
-        stat.S_IFBLK: "block device",
-    }
-    return kinds.get(stat.S_IFMT(mode), "special file")
 
 
 def scan(checkpoint: Path) -> ScanProblem | None:
@@ -320,45 +308,48 @@ def code_metrics(checkpoint: Path) -> dict:
 
 
 def write_metrics(checkpoint: Path) -> dict:
+    """Write ``metrics.json`` at the top of ``checkpoint`` (replacing whatever has that name,
+    a symbolic link never written through) and return the metrics."""
     metrics = code_metrics(checkpoint)
-    (checkpoint / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    text = json.dumps(metrics, indent=2, sort_keys=True) + "\n"
+    _fstree.write_file(checkpoint, "metrics.json", text.encode())
     return metrics
 
 
 def mirror(checkpoint: Path, system: Path) -> None:
     """Replace ``system`` with the checkpoint's files (without the judge's own files at its top
-    level). It works through ``.<system>.mirror`` and ``.<system>.old`` beside ``system``;
-    whatever the agent left at those names (file, link or directory) is removed first, a link
-    never followed. Raises :class:`MirrorError` when ``system`` still cannot be replaced."""
-    temporary = system.with_name(f".{system.name}.mirror")
-    old = system.with_name(f".{system.name}.old")
+    level). It works through ``.<system>.mirror`` and ``.<system>.old`` beside ``system``, all
+    reached through a descriptor of the workspace (which the agent cannot replace): whatever
+    the agent left at those names (file, link or directory, at any depth) is removed first, a
+    link never followed. The copy is iterative and bounded like a snapshot. Raises
+    :class:`MirrorError`, and only that, when ``system`` still cannot be replaced (a partial
+    copy is removed)."""
     try:
-        _remove(temporary)
-        shutil.copytree(checkpoint, temporary, symlinks=True, ignore=_not_mirrored(checkpoint))
-        _remove(old)
-        if os.path.lexists(system):
-            system.replace(old)
-        temporary.replace(system)
+        with (
+            _fstree.opened_directory(checkpoint) as source,
+            _fstree.opened_directory(system.parent) as workspace,
+        ):
+            try:
+                _replace_system(source, workspace, system.name)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    _fstree.remove_entry(workspace, f".{system.name}.mirror")
+                raise
     except OSError as exc:
         raise MirrorError(f"cannot replace {system} with {checkpoint}: {exc}") from exc
+
+
+def _replace_system(source: int, workspace: int, name: str) -> None:
+    """Copy the checkpoint ``source`` to ``.<name>.mirror`` in ``workspace``, then rename it to
+    ``name``, the old ``name`` moved aside to ``.<name>.old`` and removed."""
+    temporary, old = f".{name}.mirror", f".{name}.old"
+    _fstree.remove_entry(workspace, temporary)
+    os.mkdir(temporary, dir_fd=workspace)
+    with _fstree.opened_directory(temporary, workspace) as copy:
+        _fstree.copy_tree(source, copy, _limits(), _not_copied)
+    _fstree.remove_entry(workspace, old)
+    with contextlib.suppress(FileNotFoundError):
+        os.rename(name, old, src_dir_fd=workspace, dst_dir_fd=workspace)
+    os.rename(temporary, name, src_dir_fd=workspace, dst_dir_fd=workspace)
     with contextlib.suppress(OSError):  # a leftover .old is harmless
-        _remove(old)
-
-
-def _not_mirrored(checkpoint: Path) -> Callable[[str, list[str]], set[str]]:
-    """A ``copytree`` ignore: caches anywhere, the judge's files at the top level only."""
-
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        ignored = IGNORED_DIRS | (IGNORED_FILES if Path(directory) == checkpoint else set())
-        return ignored.intersection(names)
-
-    return ignore
-
-
-def _remove(path: Path) -> None:
-    """Remove ``path`` whatever it is (nothing if absent); a symbolic link is unlinked, never
-    followed."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
+        _fstree.remove_entry(workspace, old)

@@ -18,10 +18,10 @@ resumed nor scored.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -42,6 +42,7 @@ from evopolicygym.protocol import (
     Verdict,
 )
 
+from . import _fstree
 from .integrity import chain_mac, load_key
 
 _RECORD = TypeAdapter(JournalRecord)
@@ -85,36 +86,43 @@ def write_atomic(path: Path, text: str, *, exclusive: bool = False) -> None:
 
 def publish_draft(draft: Path, feedback: Path) -> Path:
     """Move the feedback directory ``draft`` to ``feedback/<its name>`` in one rename and
-    return the new path. What the agent put in the way is removed first and never followed: an
-    entry of that name (a symbolic link, a file or a directory), and a ``feedback`` that is not
-    a real directory (a link elsewhere would make the judge write there). Raises ``OSError``
-    when that cannot be done (the draft then stays where it is)."""
-    if feedback.is_symlink() or not feedback.is_dir():
-        _remove(feedback)
-        feedback.mkdir(parents=True)
-    final = feedback / draft.name
-    _remove(final)
+    return the new path. Every step goes through a descriptor of the workspace (which the
+    agent cannot replace) and then of ``feedback``, so swapping ``feedback`` for a link
+    meanwhile never redirects the judge. What the agent put in the way is removed first and
+    never followed: an entry of that name (a symbolic link, a file or a directory, at any
+    depth), and a ``feedback`` that is not a real directory. Raises ``OSError``, and only
+    that, when this cannot be done (the draft then stays where it is)."""
+    with _fstree.opened_directory(feedback.parent) as workspace:
+        directory = _fstree.real_directory(workspace, feedback.name)
+        try:
+            _move_into(draft, directory)
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    return feedback / draft.name
+
+
+def _move_into(draft: Path, feedback: int) -> None:
+    """Move ``draft`` (a directory of the judge's) into the directory ``feedback``, replacing
+    whatever has its name there."""
+    name = draft.name
+    _fstree.remove_entry(feedback, name)
     try:
-        os.replace(draft, final)
+        os.replace(draft, name, dst_dir_fd=feedback)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
         # The workspace on another file system: copied next to its place, then renamed.
-        staging = feedback / f".{draft.name}.publishing"
-        _remove(staging)
-        shutil.copytree(draft, staging, symlinks=True)
-        os.replace(staging, final)
-        shutil.rmtree(draft)
-    fsync_directory(feedback)
-    return final
-
-
-def _remove(path: Path) -> None:
-    """Delete ``path`` whatever it is, without following a symbolic link (nothing if absent)."""
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
-        path.unlink()
-    elif path.is_dir():
-        shutil.rmtree(path)
+        staging = f".{name}.publishing"
+        _fstree.remove_entry(feedback, staging)
+        os.mkdir(staging, dir_fd=feedback)
+        with (
+            _fstree.opened_directory(draft) as source,
+            _fstree.opened_directory(staging, feedback) as copy,
+        ):
+            _fstree.copy_tree(source, copy, _fstree.TreeLimits(), lambda _depth, _name: False)
+        os.replace(staging, name, src_dir_fd=feedback, dst_dir_fd=feedback)
+        _fstree.remove_path(draft)
 
 
 class Ledger:
@@ -257,19 +265,23 @@ class Ledger:
         return ledger
 
     def _settle(self, checkpoints: Path, feedback: Path, drafts: Path) -> None:
+        """Publish committed drafts and roll back a pending submit. A draft that cannot be
+        published (what the agent planted in ``feedback`` could not be cleared) stays in
+        ``drafts`` for the next start: the run goes on without it."""
         committed = {s.index for s in self.submits}
         for draft in sorted(drafts.glob("submit_*")) if drafts.is_dir() else []:
             if _index_of(draft.name) in committed:
-                publish_draft(draft, feedback)
+                with contextlib.suppress(OSError):
+                    publish_draft(draft, feedback)
             else:
-                _remove(draft)
+                _fstree.remove_path(draft)
         pending = self._pending
         if pending is None:
             return
         name = submit_dirname(pending.index)
-        shutil.rmtree(checkpoints / name, ignore_errors=True)
-        for leftover in checkpoints.glob(f".{name}*"):
-            shutil.rmtree(leftover, ignore_errors=True)
+        for leftover in [checkpoints / name, *checkpoints.glob(f".{name}*")]:
+            with contextlib.suppress(OSError):
+                _fstree.remove_path(leftover)
         self.append(SubmitRollback(index=pending.index))
 
 

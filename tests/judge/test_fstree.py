@@ -1,0 +1,107 @@
+"""Tree operations that never follow what the agent plants and never recurse in Python."""
+
+import os
+
+import pytest
+
+from evopolicygym.judge import _fstree
+from evopolicygym.judge._fstree import TreeLimits, TreeRefused
+
+DEEP = 2000  # far past Python's recursion limit, and past PATH_MAX as a path
+
+
+@pytest.fixture
+def tmp_path(tmp_path):
+    """pytest's own temporary directory, emptied without recursion after the test: the deep
+    trees these tests plant would crash pytest's recursive clean-up of old directories."""
+    yield tmp_path
+    _fstree.remove_path(tmp_path)
+
+
+def nest(directory, depth, name="d"):
+    """``directory/d/d/.../d/leaf`` ``depth`` levels deep, made through descriptors (the path
+    is too long to name)."""
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name, dir_fd=descriptor)
+            below = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=descriptor)
+            os.close(descriptor)
+            descriptor = below
+        os.close(os.open("leaf", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=descriptor))
+    finally:
+        os.close(descriptor)
+
+
+def _outside(tmp_path):
+    kept = tmp_path / "kept"
+    (kept / "inside").mkdir(parents=True)
+    (kept / "inside" / "file").write_text("not the judge's")
+    return kept
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_removed_without_following_links(tmp_path):
+    kept = _outside(tmp_path)
+    tree = tmp_path / "tree"
+    (tree / "wide").mkdir(parents=True)
+    for number in range(50):
+        (tree / "wide" / f"sub{number}").mkdir()
+        (tree / "wide" / f"sub{number}" / "file").write_text("x")
+    (tree / "wide" / "link").symlink_to(kept)
+    (tree / "wide" / "inside").symlink_to(kept / "inside")
+    nest(tree, DEEP)
+    _fstree.remove_path(tree)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
+    assert (kept / "inside" / "file").read_text() == "not the judge's"
+
+
+@pytest.mark.parametrize("kind", ["link", "file", "absent"])
+def test_removing_something_that_is_not_a_directory_removes_only_that(tmp_path, kind):
+    kept = _outside(tmp_path)
+    entry = tmp_path / "entry"
+    if kind == "link":
+        entry.symlink_to(kept)
+    elif kind == "file":
+        entry.write_text("x")
+    _fstree.remove_path(entry)
+    assert not os.path.lexists(entry)
+    assert (kept / "inside" / "file").read_text() == "not the judge's"
+
+
+def test_a_file_written_where_a_link_was_planted_replaces_the_link(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    directory = tmp_path / "checkpoint"
+    directory.mkdir()
+    (directory / "metrics.json").symlink_to(victim)
+    (directory / ".metrics.json.tmp").symlink_to(victim)
+    _fstree.write_file(directory, "metrics.json", b"{}\n")
+    assert not (directory / "metrics.json").is_symlink()
+    assert (directory / "metrics.json").read_text() == "{}\n"
+    assert victim.read_text() == "precious"
+    assert sorted(p.name for p in directory.iterdir()) == ["metrics.json"]
+
+
+def test_a_real_directory_replaces_a_link_or_file_at_its_name(tmp_path):
+    kept = _outside(tmp_path)
+    (tmp_path / "feedback").symlink_to(kept)
+    with _fstree.opened_directory(tmp_path) as parent:
+        os.close(_fstree.real_directory(parent, "feedback"))
+    assert (tmp_path / "feedback").is_dir() and not (tmp_path / "feedback").is_symlink()
+    assert (kept / "inside" / "file").read_text() == "not the judge's"
+
+
+def test_a_copy_deeper_than_its_limit_is_refused_naming_the_entry(tmp_path):
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.mkdir()
+    target.mkdir()
+    nest(source, 5)
+    with (
+        _fstree.opened_directory(source) as read,
+        _fstree.opened_directory(target) as write,
+        pytest.raises(TreeRefused) as refused,
+    ):
+        _fstree.copy_tree(read, write, TreeLimits(depth=3), lambda _depth, _name: False)
+    assert refused.value.parts == ("d", "d", "d", "d")
+    assert refused.value.problem == "is nested more than 3 directories deep"
+    assert isinstance(refused.value, OSError)  # callers that catch OSError catch it too
