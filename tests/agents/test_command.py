@@ -254,3 +254,32 @@ def test_drive_with_a_real_command_agent_that_stops(tmp_path, launch):
     assert transcript.reason == "session_stop" and transcript.turns == 3
     assert transcript.session.startswith("mine:")
     assert (launch.logs / "mine.jsonl").exists() and (launch.logs / "mine.stderr.txt").exists()
+
+
+# Prints far more than a reply without a newline, then a valid reply for the next turn.
+FLOODS_ITS_STDOUT = """
+import json, sys
+for line in sys.stdin:
+    turn = json.loads(line)["turn"]
+    if turn == 0:
+        sys.stdout.write("x" * (64 * 2**20))
+        sys.stdout.write("\\n")
+    print(json.dumps({"turn": turn, "text": "ok"}), flush=True)
+"""
+
+
+def test_an_overlong_reply_line_fails_its_turn_without_the_judge_holding_it(tmp_path, launch):
+    import resource
+
+    harness = CommandHarness(agent(tmp_path, FLOODS_ITS_STDOUT))
+    session = harness.start(launch)
+    try:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        with pytest.raises(AgentCommandError, match="longer than"):
+            session.step("first")
+        grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        # The turn's own reply line comes next, and the session goes on.
+        assert session.step("second").text == "ok"
+    finally:
+        session.close()
+    assert grown_kib < 32 * 1024  # the 64 MiB line was never held whole

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from evopolicygym.judge import _fstree, checkpoint
+from evopolicygym.judge import checkpoint
 from evopolicygym.judge.checkpoint import (
     MirrorError,
     SnapshotRefused,
     code_metrics,
+    files_hash,
     mirror,
     read_files,
     scan,
@@ -19,6 +20,7 @@ from evopolicygym.judge.checkpoint import (
     write_metrics,
 )
 from evopolicygym.protocol import Verdict
+from evopolicygym.sandbox import remove_path
 
 POLICY = "class Policy:\n    pass\n"
 
@@ -28,7 +30,7 @@ def tmp_path(tmp_path):
     """pytest's own temporary directory, emptied without recursion after the test: the deep
     trees these tests plant would crash pytest's recursive clean-up of old directories."""
     yield tmp_path
-    _fstree.remove_path(tmp_path)
+    remove_path(tmp_path)
 
 
 def nest(directory, depth):
@@ -294,6 +296,20 @@ def test_a_planted_metrics_link_is_neither_copied_nor_written_through(tmp_path):
     assert victim.read_text() == "the judge's own file\n"
     assert not (target / "metrics.json").is_symlink()
     assert json.loads((target / "metrics.json").read_text())["files"] == 1
+
+
+def test_writing_metrics_leaves_the_hashed_files_of_a_checkpoint_as_they_were(tmp_path):
+    # The agent's files may have any name, the judge's temporary ones among them.
+    system = tmp_path / "workspace" / "system"
+    system.mkdir(parents=True)
+    (system / "policy.py").write_text(POLICY)
+    (system / ".metrics.json.tmp").write_text("the agent's\n")
+    target = tmp_path / "checkpoints" / "submit_000"
+    snapshot(system, target)
+    before = files_hash(read_files(target))
+    write_metrics(target)
+    assert files_hash(read_files(target)) == before
+    assert (target / ".metrics.json.tmp").read_text() == "the agent's\n"
 
 
 def test_a_mirror_removes_deep_trees_the_agent_left_and_refuses_a_deep_checkpoint(tmp_path):

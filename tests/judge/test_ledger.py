@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from evopolicygym.judge import JournalCorrupt, Ledger, _fstree
+from evopolicygym.judge import JournalCorrupt, Ledger
 from evopolicygym.judge.ledger import publish_draft
 from evopolicygym.protocol import (
     Evaluation,
@@ -17,6 +17,7 @@ from evopolicygym.protocol import (
     SubmitRecord,
     SubmitRollback,
 )
+from evopolicygym.sandbox import remove_path
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ def tmp_path(tmp_path):
     """pytest's own temporary directory, emptied without recursion after the test: the deep
     trees these tests plant would crash pytest's recursive clean-up of old directories."""
     yield tmp_path
-    _fstree.remove_path(tmp_path)
+    remove_path(tmp_path)
 
 
 def _commit(index, cost, status="ok"):
@@ -221,7 +222,7 @@ def test_publishing_while_the_agent_swaps_feedback_for_a_link_never_touches_the_
             with contextlib.suppress(OSError):  # feedback swapped again meanwhile
                 publish_draft(draft, feedback)
                 published += 1
-            _fstree.remove_path(draft)
+            remove_path(draft)
     finally:
         exchanger.kill()
         exchanger.wait()

@@ -1269,3 +1269,42 @@ def test_a_replacement_train_worker_starts_once_the_checkpoint_has_loaded(
         pool.close()
     assert events[:2] == [("loaded", first), ("prewarm", None)]
     assert replacement is not None and replacement is not first
+
+
+# Writes a file into the temporary directory it is given (train: the worker's; sealed: its own
+# scratch directory, the parent of its checkpoint's).
+LEAVES_BALLAST = """
+import os, tempfile
+class Policy:
+    def __init__(self, *args):
+        here = tempfile.gettempdir() if SEALED is False else os.path.dirname(os.getcwd())
+        open(os.path.join(here, f"ballast-{os.getpid()}"), "wb").write(b"x" * 2**20)
+    def reset(self, i): pass
+    def act(self, obs): return 2
+"""
+
+
+def _ballast(pool: WorkerPool) -> list[Path]:
+    return sorted(pool.lanes[0].host.scratch.rglob("ballast-*"))
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["train", "sealed"])
+def test_what_a_checkpoint_wrote_is_removed_when_its_process_ends(tmp_path, sealed):
+    # A lane's temporary space (a 1 GiB tmpfs at `namespaced`) is shared by every process the
+    # lane starts: left behind, a few large checkpoints filled it and later ones failed to load.
+    write_policy(tmp_path / "ck", LEAVES_BALLAST.replace("SEALED", str(sealed)))
+    pool = WorkerPool(TOY.model_dump(), 1, LimitsSection(), tmp_path / "w.log", plan=PROCESS)
+    try:
+        job = job_from_dir(tmp_path / "ck", TOY, {"env": "toy"})
+        for submit in range(3):
+            tasks = [EpisodeTask(i, 100 + i, i) for i in range(2)]
+            results = pool.run(job, tasks, record=not sealed, sealed=sealed, max_steps=1)
+            assert [r.error for r in results] == [None, None], submit
+        # The last checkpoint's process may still run (a sealed one until the next checkpoint):
+        # every earlier one's file is gone once it has ended.
+        deadline = time.monotonic() + 10
+        while len(_ballast(pool)) > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_ballast(pool)) <= 1
+    finally:
+        pool.close()

@@ -509,6 +509,45 @@ def test_an_exception_that_resists_description_is_still_an_act_error_with_a_trac
     assert [r.error for r in results[1:]] == [None, None]
 
 
+# Returns, in its first episode, an action whose conversion (its own __int__, which the harness
+# runs to read it) computes for longer than the act limit.
+THINKS_WHILE_CONVERTED = """
+import time
+class Think(int):
+    def __int__(self):
+        time.sleep(3)
+        return 2
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs): return Think(2) if self.i == 0 else 2
+"""
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["train", "sealed"])
+def test_reading_the_action_a_policy_returned_counts_against_its_act_limit(tmp_path, sealed):
+    results = play(tmp_path, THINKS_WHILE_CONVERTED, sealed=sealed, act_timeout_s=1.0)
+    assert results[0].error is not None and results[0].error.category == "act_timeout"
+    assert [r.error for r in results[1:]] == [None, None]
+
+
+# Returns, in its second episode, an action that cannot be sent as it is.
+RETURNS_AN_UNSENDABLE_ACTION = """
+class Policy:
+    def __init__(self, *args): pass
+    def reset(self, i): self.i = i
+    def act(self, obs): return ACTION if self.i == 1 else 2
+"""
+
+
+@pytest.mark.parametrize("action", ["2 ** 70", "'x' * 2**22"], ids=["bigint", "huge"])
+def test_an_action_that_cannot_be_sent_fails_the_episode_that_returned_it(tmp_path, action):
+    source = RETURNS_AN_UNSENDABLE_ACTION.replace("ACTION", action)
+    results = play(tmp_path, source, sealed=True)
+    assert [r.error.category if r.error else None for r in results] == [None, "act_error", None]
+    assert results[1].error.traceback
+
+
 # -- what one checkpoint's hidden episodes can leave for the next one ------------------------------
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evopolicygym.judge import _fstree
+from evopolicygym.sandbox import remove_path
 
 PLANTER = Path(__file__).parent / "agents" / "plant_workspace_agent.py"
 CLI = [sys.executable, "-m", "evopolicygym.cli"]
@@ -22,7 +22,7 @@ def tmp_path(tmp_path):
     """pytest's own temporary directory, emptied without recursion after the test: the deep
     trees these tests plant would crash pytest's recursive clean-up of old directories."""
     yield tmp_path
-    _fstree.remove_path(tmp_path)
+    remove_path(tmp_path)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

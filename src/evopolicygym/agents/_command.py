@@ -30,6 +30,13 @@ from ._session import DEFAULT_TURN_TIMEOUT, Reply
 # Seconds close() waits after closing stdin, then after SIGTERM, before SIGKILL.
 _CLOSE_GRACE_SECONDS = 1.0
 _EOF = object()
+# What the judge holds of an agent's stdout: a reply line of at most this many characters (a
+# longer one is dropped as it is read, and its turn fails), and this many lines not yet asked
+# for (then the agent's writes wait). An agent printing without end cannot fill the judge's
+# memory.
+MAX_REPLY_CHARS = 2**20
+_QUEUED_LINES = 64
+_TOO_LONG = object()
 
 
 class AgentCommandError(RuntimeError):
@@ -112,7 +119,7 @@ class CommandSession:
                 f"cannot start the agent command {self._argv!r}: {exc}. "
                 "Check that the program exists and is executable."
             ) from exc
-        self._lines: queue.Queue[Any] = queue.Queue()
+        self._lines: queue.Queue[Any] = queue.Queue(maxsize=_QUEUED_LINES)
         self._reader = threading.Thread(
             target=self._read_stdout, args=(self._proc, self._lines), daemon=True
         )
@@ -121,8 +128,13 @@ class CommandSession:
 
     @staticmethod
     def _read_stdout(proc: subprocess.Popen, lines: queue.Queue) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
+        stdout = proc.stdout
+        assert stdout is not None
+        while line := stdout.readline(MAX_REPLY_CHARS + 1):
+            if len(line) > MAX_REPLY_CHARS:
+                while (rest := stdout.readline(MAX_REPLY_CHARS)) and not rest.endswith("\n"):
+                    pass  # the rest of an overlong line, dropped as it comes
+                line = _TOO_LONG
             lines.put(line)
         lines.put(_EOF)
 
@@ -169,6 +181,12 @@ class CommandSession:
             return Reply(turn=turn, data={"timed_out": True, "timeout_seconds": self._timeout})
         if line is _EOF:
             raise self._exited_error()
+        if line is _TOO_LONG:
+            self._record({"kind": "stdout", "turn": turn, "line": None, "too_long": True})
+            raise AgentCommandError(
+                f"agent printed a line longer than {MAX_REPLY_CHARS} characters: print one "
+                "short JSON object per turn on stdout and write logs to stderr."
+            )
         line = line.rstrip("\n")
         self._record({"kind": "stdout", "turn": turn, "line": line})
         reply = _to_reply(_parse_reply_line(line), turn)

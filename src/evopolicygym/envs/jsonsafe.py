@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["float_token", "stack_arrays", "to_jsonsafe", "vector_converter"]
+__all__ = ["float_token", "plain_action", "stack_arrays", "to_jsonsafe", "vector_converter"]
 
 
 def float_token(value: float) -> float | str:
@@ -135,6 +135,24 @@ def to_jsonsafe(value: Any) -> Any:
         # Sorted so that the same set always serializes the same way.
         return sorted((to_jsonsafe(item) for item in value), key=repr)
     return repr(value)
+
+
+_FLOATS = frozenset({float})
+
+
+def plain_action(action: Any) -> Any:
+    """An action a policy returned, as plain JSON-safe values: exact ints, and lists of finite
+    exact floats (what policies of discrete and vector action spaces return), as they are,
+    anything else through :func:`to_jsonsafe`. Anything else may run code of the object's own
+    (``__float__``, ``tolist``, ``__repr__``, comparisons): call this where the policy's time
+    limit binds, and expect whatever that code raises. Train episodes and hidden evaluation
+    both give the environment an action in this form."""
+    kind = type(action)
+    if kind is int or (
+        kind is list and _FLOATS.issuperset(map(type, action)) and math.isfinite(sum(action))
+    ):
+        return action
+    return to_jsonsafe(action)
 
 
 def vector_converter(dtype: np.dtype) -> Any:

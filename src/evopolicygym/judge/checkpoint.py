@@ -14,8 +14,16 @@ from pathlib import Path
 from typing import NamedTuple
 
 from evopolicygym.protocol import CheckpointFile, Verdict
-
-from . import _fstree
+from evopolicygym.sandbox import (
+    TreeLimits,
+    TreeRefused,
+    copy_tree,
+    open_directory,
+    opened_directory,
+    remove_entry,
+    remove_path,
+    write_file,
+)
 
 IGNORED_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".git"}
 # The judge's own files, at the top level of a checkpoint only (deeper down they are data).
@@ -110,16 +118,16 @@ def snapshot(system: Path, target: Path) -> None:
     sparse file passes it."""
     temporary = target.with_name(f".{target.name}.tmp")
     target.parent.mkdir(parents=True, exist_ok=True)
-    _fstree.remove_path(temporary)
+    remove_path(temporary)
     # A target without a journaled submit is what a machine crash left: it is redone.
-    _fstree.remove_path(target)
+    remove_path(target)
     temporary.mkdir()
     try:
-        with _fstree.opened_directory(temporary) as copy:
+        with opened_directory(temporary) as copy:
             _copy_system(system, copy)
     except BaseException:
         with contextlib.suppress(OSError):
-            _fstree.remove_path(temporary)
+            remove_path(temporary)
         raise
     temporary.replace(target)
 
@@ -127,16 +135,16 @@ def snapshot(system: Path, target: Path) -> None:
 def _copy_system(system: Path, copy: int) -> None:
     """Copy the entries of ``system`` (nothing if it does not exist) into the directory
     ``copy``, or raise :class:`SnapshotRefused`."""
-    with _fstree.opened_directory(system.parent) as workspace:
+    with opened_directory(system.parent) as workspace:
         try:
-            source = _fstree.open_directory(system.name, workspace)
+            source = open_directory(system.name, workspace)
         except FileNotFoundError:
             return
         except OSError as exc:
             raise _system_refused(workspace, system.name, exc) from None
         try:
-            _fstree.copy_tree(source, copy, _limits(), _not_copied)
-        except _fstree.TreeRefused as refused:
+            copy_tree(source, copy, _limits(), _not_copied)
+        except TreeRefused as refused:
             raise _refusal(refused) from None
         finally:
             os.close(source)
@@ -153,9 +161,9 @@ def _system_refused(workspace: int, name: str, exc: OSError) -> SnapshotRefused:
     return _refused(Path("system"), f"cannot be read ({exc.strerror or exc})")
 
 
-def _limits() -> _fstree.TreeLimits:
+def _limits() -> TreeLimits:
     # Read at each call: tests lower the limits.
-    return _fstree.TreeLimits(
+    return TreeLimits(
         depth=MAX_SNAPSHOT_DEPTH,
         path_bytes=MAX_SNAPSHOT_PATH_BYTES,
         entries=MAX_SNAPSHOT_ENTRIES,
@@ -168,7 +176,7 @@ def _not_copied(depth: int, name: str) -> bool:
     return name in IGNORED_DIRS or (depth == 0 and name in IGNORED_FILES)
 
 
-def _refusal(refused: _fstree.TreeRefused) -> SnapshotRefused:
+def _refusal(refused: TreeRefused) -> SnapshotRefused:
     shown = Path("system", *refused.parts)
     printable = Path(os.fsencode(shown).decode(errors="backslashreplace"))
     if refused.limit == "bytes":
@@ -312,7 +320,7 @@ def write_metrics(checkpoint: Path) -> dict:
     a symbolic link never written through) and return the metrics."""
     metrics = code_metrics(checkpoint)
     text = json.dumps(metrics, indent=2, sort_keys=True) + "\n"
-    _fstree.write_file(checkpoint, "metrics.json", text.encode())
+    write_file(checkpoint, "metrics.json", text.encode())
     return metrics
 
 
@@ -326,14 +334,14 @@ def mirror(checkpoint: Path, system: Path) -> None:
     copy is removed)."""
     try:
         with (
-            _fstree.opened_directory(checkpoint) as source,
-            _fstree.opened_directory(system.parent) as workspace,
+            opened_directory(checkpoint) as source,
+            opened_directory(system.parent) as workspace,
         ):
             try:
                 _replace_system(source, workspace, system.name)
             except OSError:
                 with contextlib.suppress(OSError):
-                    _fstree.remove_entry(workspace, f".{system.name}.mirror")
+                    remove_entry(workspace, f".{system.name}.mirror")
                 raise
     except OSError as exc:
         raise MirrorError(f"cannot replace {system} with {checkpoint}: {exc}") from exc
@@ -343,13 +351,13 @@ def _replace_system(source: int, workspace: int, name: str) -> None:
     """Copy the checkpoint ``source`` to ``.<name>.mirror`` in ``workspace``, then rename it to
     ``name``, the old ``name`` moved aside to ``.<name>.old`` and removed."""
     temporary, old = f".{name}.mirror", f".{name}.old"
-    _fstree.remove_entry(workspace, temporary)
+    remove_entry(workspace, temporary)
     os.mkdir(temporary, dir_fd=workspace)
-    with _fstree.opened_directory(temporary, workspace) as copy:
-        _fstree.copy_tree(source, copy, _limits(), _not_copied)
-    _fstree.remove_entry(workspace, old)
+    with opened_directory(temporary, workspace) as copy:
+        copy_tree(source, copy, _limits(), _not_copied)
+    remove_entry(workspace, old)
     with contextlib.suppress(FileNotFoundError):
         os.rename(name, old, src_dir_fd=workspace, dst_dir_fd=workspace)
     os.rename(temporary, name, src_dir_fd=workspace, dst_dir_fd=workspace)
     with contextlib.suppress(OSError):  # a leftover .old is harmless
-        _fstree.remove_entry(workspace, old)
+        remove_entry(workspace, old)

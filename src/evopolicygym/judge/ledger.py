@@ -41,8 +41,15 @@ from evopolicygym.protocol import (
     SubmitRollback,
     Verdict,
 )
+from evopolicygym.sandbox import (
+    TreeLimits,
+    copy_tree,
+    opened_directory,
+    real_directory,
+    remove_entry,
+    remove_path,
+)
 
-from . import _fstree
 from .integrity import chain_mac, load_key
 
 _RECORD = TypeAdapter(JournalRecord)
@@ -92,8 +99,8 @@ def publish_draft(draft: Path, feedback: Path) -> Path:
     never followed: an entry of that name (a symbolic link, a file or a directory, at any
     depth), and a ``feedback`` that is not a real directory. Raises ``OSError``, and only
     that, when this cannot be done (the draft then stays where it is)."""
-    with _fstree.opened_directory(feedback.parent) as workspace:
-        directory = _fstree.real_directory(workspace, feedback.name)
+    with opened_directory(feedback.parent) as workspace:
+        directory = real_directory(workspace, feedback.name)
         try:
             _move_into(draft, directory)
             os.fsync(directory)
@@ -106,7 +113,7 @@ def _move_into(draft: Path, feedback: int) -> None:
     """Move ``draft`` (a directory of the judge's) into the directory ``feedback``, replacing
     whatever has its name there."""
     name = draft.name
-    _fstree.remove_entry(feedback, name)
+    remove_entry(feedback, name)
     try:
         os.replace(draft, name, dst_dir_fd=feedback)
     except OSError as exc:
@@ -114,15 +121,15 @@ def _move_into(draft: Path, feedback: int) -> None:
             raise
         # The workspace on another file system: copied next to its place, then renamed.
         staging = f".{name}.publishing"
-        _fstree.remove_entry(feedback, staging)
+        remove_entry(feedback, staging)
         os.mkdir(staging, dir_fd=feedback)
         with (
-            _fstree.opened_directory(draft) as source,
-            _fstree.opened_directory(staging, feedback) as copy,
+            opened_directory(draft) as source,
+            opened_directory(staging, feedback) as copy,
         ):
-            _fstree.copy_tree(source, copy, _fstree.TreeLimits(), lambda _depth, _name: False)
+            copy_tree(source, copy, TreeLimits(), lambda _depth, _name: False)
         os.replace(staging, name, src_dir_fd=feedback, dst_dir_fd=feedback)
-        _fstree.remove_path(draft)
+        remove_path(draft)
 
 
 class Ledger:
@@ -274,14 +281,14 @@ class Ledger:
                 with contextlib.suppress(OSError):
                     publish_draft(draft, feedback)
             else:
-                _fstree.remove_path(draft)
+                remove_path(draft)
         pending = self._pending
         if pending is None:
             return
         name = submit_dirname(pending.index)
         for leftover in [checkpoints / name, *checkpoints.glob(f".{name}*")]:
             with contextlib.suppress(OSError):
-                _fstree.remove_path(leftover)
+                remove_path(leftover)
         self.append(SubmitRollback(index=pending.index))
 
 

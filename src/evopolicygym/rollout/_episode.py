@@ -22,6 +22,7 @@ import numpy as np
 import numpy.random
 
 from evopolicygym.envs import World
+from evopolicygym.envs.jsonsafe import plain_action
 from evopolicygym.protocol import EpisodeDone, EpisodeError, EpisodeErrorKind, Task
 
 from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
@@ -103,6 +104,9 @@ def play_episode(
             watchdog.deadline = started + act_limit if started + act_limit < deadline else deadline
             try:
                 action = act(visible)
+                if type(action) is not int:
+                    # Converting may run the action object's own code: within the call's limit.
+                    action = plain_action(action)
             finally:
                 watchdog.deadline = inf
             kind = stepping

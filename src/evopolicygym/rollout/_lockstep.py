@@ -48,7 +48,7 @@ from evopolicygym.sandbox import Channel, FrameError, FrameTimeout, kill_descend
 
 from ._episode import timeout_error
 from ._exits import describe_exit
-from ._sealed import FLOAT64, MARKER, read_calls, read_marker
+from ._sealed import FLOAT64, MARKER, POLICY_MESSAGE_BYTES, read_calls, read_marker
 
 # Seconds a policy process may take beyond the time limits of a round before it is killed
 # (message encoding, interpreter overhead), and to build extra instances after the first.
@@ -58,11 +58,6 @@ GRACE_S = 5.0
 WATCH_S = 0.5
 # Resident memory beyond which a sealed worker builds no more worlds (fewer slots, same results).
 WORLDS_MEMORY_BYTES = 2 * 2**30
-# The largest message a policy process may send its worker: a round's actions (and errors) for
-# every slot (64). The largest legitimate one, 64 text actions of 4096 characters, is about
-# 1 MiB; the worker, which has no memory limit, decodes a message into several times its
-# size in Python objects, so the cap bounds what a policy can make it hold.
-POLICY_MESSAGE_BYTES = 16 * 2**20
 
 
 class Zygote:

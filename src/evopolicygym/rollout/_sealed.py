@@ -10,6 +10,7 @@ requests: no environment, no seed, no reward ever reach it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import math
@@ -25,13 +26,12 @@ import tempfile
 import time
 from array import array
 from itertools import chain
-from math import isfinite
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from evopolicygym.envs.jsonsafe import to_jsonsafe
+from evopolicygym.envs.jsonsafe import plain_action
 from evopolicygym.protocol import (
     Acted,
     ArrayBlock,
@@ -46,7 +46,15 @@ from evopolicygym.protocol import (
     Step,
     WorkerConfig,
 )
-from evopolicygym.sandbox import Channel, FrameError, die_with_parent, harden, lower_rlimits, reap
+from evopolicygym.sandbox import (
+    Channel,
+    FrameError,
+    die_with_parent,
+    harden,
+    lower_rlimits,
+    reap,
+    remove_path,
+)
 
 from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
 from ._loader import CheckpointLoader, describe_failure, write_checkpoint
@@ -57,6 +65,13 @@ from ._loader import CheckpointLoader, describe_failure, write_checkpoint
 # its round waits.
 MARKER = struct.Struct("=ii")
 CALLS = 2**30
+# The largest message a policy process may send its worker: a round's actions (and errors) for
+# every slot (64). The largest legitimate one, 64 text actions of 4096 characters, is about
+# 1 MiB; the worker, which has no memory limit, decodes a message into several times its size
+# in Python objects, so the cap bounds what a policy can make it hold. One action may take a
+# 128th of it (the errors and their tracebacks have the rest).
+POLICY_MESSAGE_BYTES = 16 * 2**20
+ACTION_BYTES = POLICY_MESSAGE_BYTES // 128
 # Building extra Policy instances (one per lock-step slot) stops after this many seconds, or
 # once the process holds this fraction of its memory limit (the episodes need the rest).
 EXTRA_INSTANCES_S = 2.0
@@ -140,20 +155,20 @@ def _proxy(table: list[Any], current: list[int], name: str):
 def run_policy_process(
     channel: Channel,
     marker: mmap.mmap,
+    scratch: Path,
     slots: int,
     config: WorkerConfig,
     randomness: SlotRandomness,
 ) -> None:
-    """Body of a sealed policy process (never returns normally); ``randomness`` is installed
-    and bounds the slots.
+    """Body of a sealed policy process (never returns normally); ``scratch`` is its own empty
+    directory (the only place it may write), ``randomness`` is installed and bounds the slots.
 
-    It is forked ahead of need: everything that does not depend on the checkpoint (scratch
-    directory, hardening) is done before it waits for its :class:`Load`, so that a checkpoint
-    waits only for its files to be written and imported."""
+    It is forked ahead of need: everything that does not depend on the checkpoint (hardening)
+    is done before it waits for its :class:`Load`, so that a checkpoint waits only for its
+    files to be written and imported."""
     slots = min(slots, randomness.slots)
     limits = config.limits
     watchdog = Watchdog()
-    scratch = Path(tempfile.mkdtemp(prefix="policy-"))
     system = scratch / "system"
     # The file size limit comes after the write: it binds policy code, not the checkpoint's own
     # files (the snapshot cap bounds those).
@@ -269,14 +284,29 @@ def _answer(
             took.append(now - then + spent.get(slot, 0.0) if spent else now - then)
             then = now
         block = None if errors else float_rows(actions)
-        # A round of Python ints (a discrete action space) is already JSON-safe as it is.
-        if block is None and set(map(type, actions)) != {int}:
-            for number, (slot, _obs, _seconds) in enumerate(step.acts):
-                # Converting may run policy code (an object's repr): the marker names its slot.
+        # A round of Python ints of 64 bits (a discrete action space) is sendable as it is.
+        if block is None and not _sendable_ints(actions):
+            for number, (slot, _obs, seconds) in enumerate(step.acts):
+                if actions[number] is None:
+                    continue  # its call failed, or it returned nothing
+                # Converting runs policy code (an object's __float__, tolist, repr): the marker
+                # names its slot, and the rest of its call's limit binds it.
                 running[0] = slot
                 running[1] = calls = (calls + 1) % CALLS
                 select(slot)
-                actions[number] = _jsonsafe_action(actions[number])
+                started = clock()
+                remaining = seconds - (took[number] - spent.get(slot, 0.0))
+                watchdog.deadline = started + max(remaining, 0.0)
+                try:
+                    actions[number] = _sendable_action(actions[number], channel)
+                except BaseException as exc:
+                    watchdog.deadline = math.inf
+                    actions[number] = None
+                    failure = _classify(exc, system, watchdog)
+                    errors.append(_slot_error(slot, "act", failure, EpisodeErrorKind.ACT_ERROR))
+                finally:
+                    watchdog.deadline = math.inf
+                took[number] += clock() - started
         running[0] = -1
         channel.send(Acted([] if block is not None else actions, errors, took, block))
 
@@ -299,11 +329,21 @@ def float_rows(actions: list[Any]) -> ArrayBlock | None:
     return ArrayBlock(FLOAT64, [len(actions), width], array("d", flat).tobytes())
 
 
-def _jsonsafe_action(action: Any) -> Any:
-    kind = type(action)
-    if kind is int or (kind is list and all(map(_is_float, action)) and isfinite(sum(action))):
-        return action  # already what to_jsonsafe would make of it
-    return to_jsonsafe(action)
+def _sendable_ints(actions: list[Any]) -> bool:
+    """Whether the round's actions are all Python ints that MessagePack can carry."""
+    return set(map(type, actions)) == {int} and min(actions) >= -(2**63) and max(actions) < 2**64
+
+
+def _sendable_action(action: Any, channel: Channel) -> Any:
+    """The action in the form its worker is sent (JSON-safe), checked to be sendable on its
+    own: an int beyond 64 bits, text that is not UTF-8 or one larger than
+    :data:`ACTION_BYTES` raise here, where its slot is known, not when the round's reply is
+    sent."""
+    action = plain_action(action)
+    size = len(channel.encode(action))
+    if size > ACTION_BYTES:
+        raise ValueError(f"the action takes {size} bytes to send, more than {ACTION_BYTES}")
+    return action
 
 
 def _rows(block: ArrayBlock) -> list[Any]:
@@ -347,16 +387,14 @@ def _slot_error(
     return SlotError(slot, call, kind or default, message, text)
 
 
-def _is_float(value: Any) -> bool:
-    return type(value) is float
-
-
 # -- the zygote -----------------------------------------------------------------------------------
 
 
 def run_zygote(channel: Channel, config: WorkerConfig, worker: int) -> None:
     """Body of a sealed worker's policy zygote: fork a policy process per :class:`ForkPolicy`,
-    report each one's end. Never returns normally."""
+    each with a scratch directory of its own, report each one's end and remove its directory
+    (what a checkpoint wrote must neither fill the lane's disk for the next ones nor reach
+    them). Never returns normally."""
     die_with_parent(worker)
     # The zygote never calls these generators; its policy processes do.
     randomness = SlotRandomness(config.slots)
@@ -368,9 +406,13 @@ def run_zygote(channel: Channel, config: WorkerConfig, worker: int) -> None:
     poller.register(channel.fileno(), select.POLLIN)
     poller.register(wake_read, select.POLLIN)
     zygote = os.getpid()
+    scratches: dict[int, Path] = {}
     while True:
         for pid, status in reap():
             channel.send(PolicyEnded(pid=pid, status=status))
+            if pid in scratches:
+                with contextlib.suppress(OSError):
+                    remove_path(scratches.pop(pid))
         try:
             request = channel.recv_nowait()
         except FrameError:
@@ -386,6 +428,7 @@ def run_zygote(channel: Channel, config: WorkerConfig, worker: int) -> None:
         if not isinstance(request, ForkPolicy):
             return
         fd, marker_fd = channel.take_fds(2)
+        scratch = Path(tempfile.mkdtemp(prefix="policy-"))
         pid = os.fork()
         if pid == 0:
             _become_policy_process(fd, marker_fd, zygote)
@@ -393,7 +436,9 @@ def run_zygote(channel: Channel, config: WorkerConfig, worker: int) -> None:
             try:
                 policy_channel = Channel(socket.socket(fileno=3), PolicyRequest, carries_fds=False)
                 marker = mmap.mmap(4, MARKER.size)
-                run_policy_process(policy_channel, marker, request.slots, config, randomness)
+                run_policy_process(
+                    policy_channel, marker, scratch, request.slots, config, randomness
+                )
                 status = 0
             except BaseException:
                 pass
@@ -401,6 +446,7 @@ def run_zygote(channel: Channel, config: WorkerConfig, worker: int) -> None:
                 os._exit(status)
         os.close(fd)
         os.close(marker_fd)
+        scratches[pid] = scratch
         channel.send(PolicyForked(pid=pid))
 
 

@@ -31,6 +31,9 @@ import msgspec
 from evopolicygym.envs import RuntimeSpec, World
 from evopolicygym.envs.jsonsafe import to_jsonsafe
 from evopolicygym.protocol import (
+    EpisodeDone,
+    EpisodeError,
+    EpisodeErrorKind,
     ForkPolicy,
     Load,
     Loaded,
@@ -198,7 +201,25 @@ def _serve_train(channel: Channel, config: WorkerConfig) -> int:
             # Nothing the policy started outlives its episode (orphans come back to this
             # subreaper, whatever session they moved to).
             sweep_children(environment, reap_others=False)
-            channel.send(done)
+            try:
+                channel.send(done)
+            except (OverflowError, TypeError, ValueError) as exc:  # what encoding refuses
+                channel.send(_unsendable(done, exc))
+
+
+def _unsendable(done: EpisodeDone, exc: Exception) -> EpisodeDone:
+    """``done`` without its record and output, which cannot be sent (an action the policy
+    returned as an int beyond 64 bits): the episode keeps its return and fails, named."""
+    error = done.error or EpisodeError(
+        EpisodeErrorKind.ACT_ERROR,
+        f"the episode's record cannot be sent to the judge ({type(exc).__name__}: {exc}): "
+        "return actions as plain numbers or lists",
+        None,
+        done.length,
+    )
+    return EpisodeDone(
+        index=done.index, episode_return=done.episode_return, length=done.length, error=error
+    )
 
 
 class _Sampler:

@@ -1,6 +1,6 @@
 """Isolation of untrusted code: isolation levels and their probe, lane hosts (sandboxed fork
-servers), the hardening a process applies before it runs policy code, process-tree control and
-the typed message channel.
+servers), the hardening a process applies before it runs policy code, process-tree control,
+the typed message channel, and tree operations that never follow what untrusted code planted.
 
 Names are loaded on first use (PEP 562): the probe that runs inside a candidate sandbox imports
 only what it applies, not the message models, so it starts in milliseconds.
@@ -21,6 +21,15 @@ _EXPORTS = {
     "FrameError": "_framing",
     "FrameTimeout": "_framing",
     "channel_pair": "_framing",
+    "TreeLimits": "_fstree",
+    "TreeRefused": "_fstree",
+    "copy_tree": "_fstree",
+    "open_directory": "_fstree",
+    "opened_directory": "_fstree",
+    "real_directory": "_fstree",
+    "remove_entry": "_fstree",
+    "remove_path": "_fstree",
+    "write_file": "_fstree",
     "harden": "_harden",
     "lower_rlimits": "_harden",
     "HostError": "_launch",
@@ -56,22 +65,31 @@ __all__ = [
     "IsolationUnavailable",
     "SpawnRefused",
     "SpawnedChild",
+    "TreeLimits",
+    "TreeRefused",
     "become_subreaper",
     "bwrap_prefix",
     "channel_pair",
     "children",
+    "copy_tree",
     "die_with_parent",
     "forbid_inspection",
     "harden",
     "interpreter_paths",
     "kill_descendants",
     "lower_rlimits",
+    "open_directory",
+    "opened_directory",
     "probe",
     "probe_soon",
+    "real_directory",
     "reap",
+    "remove_entry",
+    "remove_path",
     "sandbox_environment",
     "sweep_children",
     "wait_exit",
+    "write_file",
 ]
 
 if TYPE_CHECKING:
@@ -83,6 +101,17 @@ if TYPE_CHECKING:
         FrameError,
         FrameTimeout,
         channel_pair,
+    )
+    from ._fstree import (
+        TreeLimits,
+        TreeRefused,
+        copy_tree,
+        open_directory,
+        opened_directory,
+        real_directory,
+        remove_entry,
+        remove_path,
+        write_file,
     )
     from ._harden import harden, lower_rlimits
     from ._launch import (

@@ -5,7 +5,8 @@ It imports every library the workers need (so a worker costs a ``fork``, not an 
 start), never builds an environment, never sees a seed and never runs policy code. It is a
 subreaper: anything a worker leaves behind comes back to it and is killed when that worker ends.
 Its only channel is to the judge (:mod:`evopolicygym.protocol` host messages); when the judge
-closes it, or dies, the host kills everything and exits.
+closes it, or dies, the host kills everything and exits. Every worker gets a temporary directory
+of its own (its ``TMPDIR``: where it and its policy code write), removed when it ends.
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ import select
 import signal
 import socket
 import sys
+import tempfile
 import traceback
+from pathlib import Path
 from typing import Any, NoReturn
 
 from evopolicygym.protocol import Exited, HostRequest, HostUp, Kill, Spawn, Spawned, SpawnFailed
 
 from ._framing import Channel, FrameError
+from ._fstree import remove_path
 from ._proctree import become_subreaper, die_with_parent, forbid_inspection, reap, sweep_children
 
 
@@ -33,6 +37,7 @@ class Host:
     def __init__(self, channel: Channel):
         self.channel = channel
         self.children: dict[int, int] = {}  # pid -> the judge's child id
+        self.scratch: dict[int, Path] = {}  # pid -> its temporary directory
         self.wake_read, self.wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.set_wakeup_fd(self.wake_write)
@@ -68,15 +73,19 @@ class Host:
     def _spawn(self, request: Spawn) -> None:
         host = os.getpid()
         opened: list[int] = []
+        scratch = None
         try:
+            scratch = Path(tempfile.mkdtemp(prefix="worker-"))
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             opened += [ours.detach(), theirs.detach()]
             opened += os.pipe()
             opened += os.pipe()
             pid = os.fork()
-        except OSError as exc:  # a full process cap or descriptor table: this child only
+        except OSError as exc:  # a full process cap, descriptor table or disk: this child only
             for fd in opened:
                 os.close(fd)
+            if scratch is not None:
+                _remove(scratch)
             self.channel.send(
                 SpawnFailed(child=request.child, message=f"could not start a worker: {exc}")
             )
@@ -99,6 +108,7 @@ class Host:
                 os.close(out_write)
                 os.close(err_write)
                 die_with_parent(host)
+                tempfile.tempdir = os.environ["TMPDIR"] = str(scratch)
                 status = _entry_point(request.entry)(theirs.detach(), request.argument) or 0
             except BaseException:
                 traceback.print_exc()
@@ -110,6 +120,7 @@ class Host:
         os.close(out_write)
         os.close(err_write)
         self.children[pid] = request.child
+        self.scratch[pid] = scratch
         try:
             self.channel.send(
                 Spawned(child=request.child, pid=pid), fds=[ours.fileno(), out_read, err_read]
@@ -129,12 +140,20 @@ class Host:
             return  # a stray, already counted by the sweep that killed it
         strays, ended = sweep_children(set(self.children))
         self.channel.send(Exited(child=child, status=status, strays=strays))
+        # Nothing of the worker runs any more: what it and its policy code wrote can go.
+        _remove(self.scratch.pop(pid))
         for other, other_status in ended:
             if other in self.children:
                 self._ended(other, other_status)
 
     def shutdown(self) -> None:
         sweep_children(set())
+
+
+def _remove(path: Path) -> None:
+    """Remove a worker's temporary directory; what cannot be removed goes with the lane's."""
+    with contextlib.suppress(OSError):
+        remove_path(path)
 
 
 def _preload(modules: list[str]) -> None:

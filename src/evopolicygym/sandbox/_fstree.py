@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -177,12 +178,15 @@ def _vanished(exc: OSError) -> bool:
 
 def write_file(directory: Path, name: str, data: bytes) -> None:
     """Write ``directory/name`` through a new temporary file and a rename, both relative to a
-    descriptor of ``directory`` (which the caller trusts): a symbolic link at either name is
-    replaced, never written through."""
-    temporary = f".{name}.tmp"
+    descriptor of ``directory`` (which the caller trusts): a symbolic link at ``name`` is
+    replaced, never written through. The temporary file gets a name nobody else holds
+    (nothing else in ``directory`` is touched)."""
     with opened_directory(directory) as parent:
-        remove_entry(parent, temporary)
-        descriptor = os.open(temporary, _NEW_FILE, 0o644, dir_fd=parent)
+        while True:
+            temporary = f".{name}.{secrets.token_hex(8)}.tmp"
+            with contextlib.suppress(FileExistsError):
+                descriptor = os.open(temporary, _NEW_FILE, 0o644, dir_fd=parent)
+                break
         with open(descriptor, "wb") as handle:
             handle.write(data)
         os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
@@ -345,7 +349,9 @@ def _copy_file(source: int, target: int, parts: tuple[str, ...], budget: _Budget
                     break
                 budget.spend(len(chunk), parts)
                 writer.write(chunk)
-            os.chmod(writer.fileno(), stat.S_IMODE(status.st_mode) | stat.S_IRUSR)
+            # Permission bits only: a setuid or setgid bit the agent set (its jail's uid may be
+            # root's) would make the copy a program that runs as the judge's user.
+            os.chmod(writer.fileno(), (status.st_mode & 0o777) | stat.S_IRUSR)
             os.utime(writer.fileno(), ns=(status.st_atime_ns, status.st_mtime_ns))
 
 

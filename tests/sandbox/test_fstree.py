@@ -4,8 +4,15 @@ import os
 
 import pytest
 
-from evopolicygym.judge import _fstree
-from evopolicygym.judge._fstree import TreeLimits, TreeRefused
+from evopolicygym.sandbox import (
+    TreeLimits,
+    TreeRefused,
+    copy_tree,
+    opened_directory,
+    real_directory,
+    remove_path,
+    write_file,
+)
 
 DEEP = 2000  # far past Python's recursion limit, and past PATH_MAX as a path
 
@@ -15,7 +22,7 @@ def tmp_path(tmp_path):
     """pytest's own temporary directory, emptied without recursion after the test: the deep
     trees these tests plant would crash pytest's recursive clean-up of old directories."""
     yield tmp_path
-    _fstree.remove_path(tmp_path)
+    remove_path(tmp_path)
 
 
 def nest(directory, depth, name="d"):
@@ -50,7 +57,7 @@ def test_a_tree_deeper_than_the_recursion_limit_is_removed_without_following_lin
     (tree / "wide" / "link").symlink_to(kept)
     (tree / "wide" / "inside").symlink_to(kept / "inside")
     nest(tree, DEEP)
-    _fstree.remove_path(tree)
+    remove_path(tree)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
     assert (kept / "inside" / "file").read_text() == "not the judge's"
 
@@ -63,7 +70,7 @@ def test_removing_something_that_is_not_a_directory_removes_only_that(tmp_path, 
         entry.symlink_to(kept)
     elif kind == "file":
         entry.write_text("x")
-    _fstree.remove_path(entry)
+    remove_path(entry)
     assert not os.path.lexists(entry)
     assert (kept / "inside" / "file").read_text() == "not the judge's"
 
@@ -75,18 +82,32 @@ def test_a_file_written_where_a_link_was_planted_replaces_the_link(tmp_path):
     directory.mkdir()
     (directory / "metrics.json").symlink_to(victim)
     (directory / ".metrics.json.tmp").symlink_to(victim)
-    _fstree.write_file(directory, "metrics.json", b"{}\n")
+    write_file(directory, "metrics.json", b"{}\n")
     assert not (directory / "metrics.json").is_symlink()
     assert (directory / "metrics.json").read_text() == "{}\n"
     assert victim.read_text() == "precious"
-    assert sorted(p.name for p in directory.iterdir()) == ["metrics.json"]
+    # Whatever else is there stays as it was: it may be part of a hashed checkpoint.
+    assert sorted(p.name for p in directory.iterdir()) == [".metrics.json.tmp", "metrics.json"]
+    assert (directory / ".metrics.json.tmp").is_symlink()
+
+
+def test_a_copy_keeps_permission_bits_but_never_setuid_or_setgid(tmp_path):
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.mkdir()
+    target.mkdir()
+    program = source / "program"
+    program.write_text("#!/bin/sh\nid\n")
+    program.chmod(0o6755)
+    with opened_directory(source) as read, opened_directory(target) as write:
+        copy_tree(read, write, TreeLimits(), lambda _depth, _name: False)
+    assert oct((target / "program").stat().st_mode & 0o7777) == oct(0o755)
 
 
 def test_a_real_directory_replaces_a_link_or_file_at_its_name(tmp_path):
     kept = _outside(tmp_path)
     (tmp_path / "feedback").symlink_to(kept)
-    with _fstree.opened_directory(tmp_path) as parent:
-        os.close(_fstree.real_directory(parent, "feedback"))
+    with opened_directory(tmp_path) as parent:
+        os.close(real_directory(parent, "feedback"))
     assert (tmp_path / "feedback").is_dir() and not (tmp_path / "feedback").is_symlink()
     assert (kept / "inside" / "file").read_text() == "not the judge's"
 
@@ -97,11 +118,11 @@ def test_a_copy_deeper_than_its_limit_is_refused_naming_the_entry(tmp_path):
     target.mkdir()
     nest(source, 5)
     with (
-        _fstree.opened_directory(source) as read,
-        _fstree.opened_directory(target) as write,
+        opened_directory(source) as read,
+        opened_directory(target) as write,
         pytest.raises(TreeRefused) as refused,
     ):
-        _fstree.copy_tree(read, write, TreeLimits(depth=3), lambda _depth, _name: False)
+        copy_tree(read, write, TreeLimits(depth=3), lambda _depth, _name: False)
     assert refused.value.parts == ("d", "d", "d", "d")
     assert refused.value.problem == "is nested more than 3 directories deep"
     assert isinstance(refused.value, OSError)  # callers that catch OSError catch it too
