@@ -120,6 +120,9 @@ class RunPaths:
         for directory in (self.system, self.feedback, self.checkpoints, self.logs, self.private):
             directory.mkdir(parents=True, exist_ok=True)
         self.private.chmod(0o700)  # the journal and its key: the judge's user only
+        # The agent's files reach no other local user: in its jail the agent's uid maps to the
+        # judge's, so a program it makes setuid would run as the judge's user.
+        self.workspace.chmod(0o700)
 
 
 class EventLog:

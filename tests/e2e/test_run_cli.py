@@ -58,6 +58,7 @@ def test_command_agent_run_end_to_end(tmp_path):
     assert record["agent"]["reason"] == "done"
     assert record["versions"]["agents_md_hash"].startswith("sha256:")
     assert (root / "workspace" / "AGENTS.md").exists()
+    assert (root / "workspace").stat().st_mode & 0o077 == 0  # the agent's files are the run's
     assert [s["first_global_episode"] for s in record["submits"]] == [0, 2, 4, 6]
     events = [
         json.loads(line)["event"]
