@@ -145,8 +145,9 @@ def plain_action(action: Any) -> Any:
     exact floats (what policies of discrete and vector action spaces return), as they are,
     anything else through :func:`to_jsonsafe`. Anything else may run code of the object's own
     (``__float__``, ``tolist``, ``__repr__``, comparisons): call this where the policy's time
-    limit binds, and expect whatever that code raises. Train episodes and hidden evaluation
-    both give the environment an action in this form."""
+    limit binds, and expect whatever that code raises. Hidden evaluation gives the environment
+    an action in this form, and so do train episodes (there a list of exact floats goes as it
+    is even when one is not finite: the action's coercion treats NaN and ``"nan"`` alike)."""
     kind = type(action)
     if kind is int or (
         kind is list and _FLOATS.issuperset(map(type, action)) and math.isfinite(sum(action))

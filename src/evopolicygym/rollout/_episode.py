@@ -29,6 +29,8 @@ from ._capture import CappedWriter, PolicyTimeout, Watchdog, near_memory_limit
 from ._loader import describe_failure
 from ._recorder import EpisodeRecorder
 
+_FLOATS = frozenset({float})
+
 
 def seed_policy_randomness(episode_index: int) -> None:
     """Python's ``random`` and NumPy's legacy global generator, seeded before ``reset``."""
@@ -90,6 +92,7 @@ def play_episode(
         # Looked up once: this loop runs every step of every train episode.
         observe, env_step, act = world.observe, world.step, policy.act
         clock, inf = time.monotonic, math.inf
+        floats_only = _FLOATS.issuperset
         acting, stepping = EpisodeErrorKind.ACT_ERROR, EpisodeErrorKind.ENV_ERROR
         keep_visible = 0
         if recorder is not None:
@@ -104,8 +107,10 @@ def play_episode(
             watchdog.deadline = started + act_limit if started + act_limit < deadline else deadline
             try:
                 action = act(visible)
-                if type(action) is not int:
-                    # Converting may run the action object's own code: within the call's limit.
+                kind = type(action)
+                # Anything but an exact int or a list of exact floats (whose reading runs no
+                # code of the policy's) is converted now, within the call's limit.
+                if kind is not int and not (kind is list and floats_only(map(type, action))):
                     action = plain_action(action)
             finally:
                 watchdog.deadline = inf
