@@ -55,3 +55,46 @@ def test_diagnostics_read_the_checkpoints_of_a_run(tmp_path):
         0,
         1,
     )
+
+
+def test_an_elif_chain_too_deep_to_walk_is_a_structural_edit_not_a_failure():
+    # About 250 branches already passed the parser's and the tree walk's recursion limits.
+    chain = "def f(x):\n    if x == 0:\n        return 0\n" + "".join(
+        f"    elif x == {i}:\n        return {i}\n" for i in range(1, 3000)
+    )
+    assert edit_kind({"policy.py": POLICY}, {"policy.py": chain}) == "structural"
+
+
+def test_checkpoints_are_read_without_following_links_and_within_bounds(tmp_path):
+    record = make_record("toy", "m", submits=[("ok", 1, 1.0), ("ok", 1, 1.0)])
+    for index in range(2):
+        folder = tmp_path / "run" / "checkpoints" / f"submit_{index:03d}"
+        folder.mkdir(parents=True)
+        (folder / "policy.py").write_text(POLICY)
+        # Links to files outside the run, whose contents differ: never read, so no churn.
+        secret = tmp_path / f"secret-{index}.txt"
+        secret.write_text(f"not the agent's, {index}\n")
+        (folder / "peek.txt").symlink_to(secret)
+        # A long file whose every other line changes: a diff of it takes quadratic time.
+        lines = [f"w{i} = {i}.{5 if i % 2 or index == 0 else 25}" for i in range(40000)]
+        (folder / "weights.py").write_text("\n".join(lines) + "\n")
+        (folder / "big.bin").write_bytes(bytes(2**20 + index))
+    found = diagnostics(record, tmp_path / "run")
+    # 20 000 weights changed, and big.bin, read as its size: each a line removed and one added.
+    assert found["churn_lines"] == [2 * 20000 + 2]
+    assert found["edits_structural"] == 0 and found["edits_parametric"] == 1
+
+
+def test_a_run_whose_checkpoints_cannot_be_read_keeps_its_row(tmp_path, monkeypatch):
+    from evopolicygym.report import _table
+
+    record = make_record("toy", "m", submits=[("ok", 1, 1.0)])
+    path = tmp_path / "run.json"
+    path.write_text(record.model_dump_json())
+
+    def fails(*_args):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(_table, "diagnostics", fails)
+    row = _table.record_row(path)
+    assert row["status"] == record.outcome.status and row["churn_lines"] == []

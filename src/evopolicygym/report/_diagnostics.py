@@ -1,17 +1,30 @@
 """Per-run diagnostics from ``run.json`` and the run's checkpoints: how the budget was spent,
 how well validation predicted held-out, how fast the train returns rose, and how the code
-changed between consecutive checkpoints."""
+changed between consecutive checkpoints.
+
+Checkpoints hold what an agent wrote, so reading them is bounded: regular files only (a
+symbolic link is never followed), each read up to :data:`MAX_READ_BYTES` and a checkpoint up to
+:data:`MAX_CHECKPOINT_BYTES` (larger files count as one changed line when their size changes),
+files longer than :data:`MAX_DIFF_LINES` compared as multisets of lines, and a syntax tree too
+deep to walk counts as a structural edit."""
 
 from __future__ import annotations
 
 import ast
 import difflib
 import math
+import os
+import stat
+from collections import Counter
 from pathlib import Path
 
 from ..protocol import RunRecord
 
+# The judge's own files at a checkpoint's top level.
 IGNORED = {"metrics.json", "_meta.json", ".keep"}
+MAX_READ_BYTES = 2**20  # as the judge's own parse (judge/checkpoint.py)
+MAX_CHECKPOINT_BYTES = 16 * 2**20
+MAX_DIFF_LINES = 5000
 
 DIAGNOSTIC_COLUMNS = [
     "episodes_per_submit",
@@ -62,26 +75,53 @@ def episodes_to_fraction(
 
 
 def _files(checkpoint: Path) -> dict[str, str]:
-    if not checkpoint.is_dir():
+    """The text of each regular file below ``checkpoint`` (not following links), or a
+    placeholder naming its size when it is binary or beyond the read limits."""
+    if not checkpoint.is_dir() or checkpoint.is_symlink():
         return {}
-    out = {}
-    for path in sorted(checkpoint.rglob("*")):
-        relative = path.relative_to(checkpoint)
-        if not path.is_file() or path.name in IGNORED or "__pycache__" in relative.parts:
-            continue
-        try:
-            out[str(relative)] = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            out[str(relative)] = f"<binary {path.stat().st_size} bytes>"
+    out: dict[str, str] = {}
+    budget = MAX_CHECKPOINT_BYTES
+    for directory, names, files in os.walk(checkpoint):
+        names[:] = sorted(n for n in names if n != "__pycache__")
+        for name in sorted(files):
+            path = Path(directory, name)
+            relative = path.relative_to(checkpoint)
+            if str(relative) in IGNORED:
+                continue
+            try:
+                status = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(status.st_mode):
+                continue
+            if status.st_size > min(MAX_READ_BYTES, budget):
+                out[str(relative)] = f"<{status.st_size} bytes, not read>"
+                continue
+            budget -= status.st_size
+            try:
+                with open(path, "rb", opener=_no_follow) as handle:
+                    out[str(relative)] = handle.read(MAX_READ_BYTES).decode("utf-8")
+            except (UnicodeDecodeError, OSError):
+                out[str(relative)] = f"<binary {status.st_size} bytes>"
     return out
 
 
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK)
+
+
 def lines_changed(before: dict[str, str], after: dict[str, str]) -> int:
-    """Lines added plus lines removed over every file of two checkpoints."""
+    """Lines added plus lines removed over every file of two checkpoints. Files longer than
+    :data:`MAX_DIFF_LINES` are compared as multisets of lines (a diff takes quadratic time):
+    moved lines then count as unchanged."""
     total = 0
     for name in sorted(set(before) | set(after)):
         old = before.get(name, "").splitlines()
         new = after.get(name, "").splitlines()
+        if max(len(old), len(new)) > MAX_DIFF_LINES:
+            old_lines, new_lines = Counter(old), Counter(new)
+            total += (old_lines - new_lines).total() + (new_lines - old_lines).total()
+            continue
         for line in difflib.unified_diff(old, new, lineterm="", n=0):
             if line.startswith(("+", "-")) and not line.startswith(("+++", "---")):
                 total += 1
@@ -97,11 +137,12 @@ class _Shape(ast.NodeTransformer):
 
 
 def _shape(source: str) -> str | None:
+    """The syntax tree of ``source`` up to constants; None when it does not parse, or is too
+    deep for the parser or this walk (a long ``elif`` chain)."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        return ast.dump(_Shape().visit(ast.parse(source)), include_attributes=False)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return ast.dump(_Shape().visit(tree), include_attributes=False)
 
 
 def edit_kind(before: dict[str, str], after: dict[str, str]) -> str:
@@ -119,6 +160,16 @@ def edit_kind(before: dict[str, str], after: dict[str, str]) -> str:
             if old is None or new is None or old != new:
                 return "structural"
     return "parametric"
+
+
+def no_diagnostics() -> dict:
+    """The diagnostic columns of a run whose checkpoints could not be read."""
+    return {
+        **dict.fromkeys(DIAGNOSTIC_COLUMNS),
+        "val_heldout_gap": math.nan,
+        "churn_lines": [],
+        "episodes_per_submit": [],
+    }
 
 
 def diagnostics(record: RunRecord, run_dir: Path) -> dict:

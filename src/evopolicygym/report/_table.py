@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from ..protocol import RunRecord
 from ..suites import Suite
-from ._diagnostics import DIAGNOSTIC_COLUMNS, diagnostics, learning_curve
+from ._diagnostics import DIAGNOSTIC_COLUMNS, diagnostics, learning_curve, no_diagnostics
 from ._protocol import fingerprint_of
 
 # Statuses beyond run.json's outcome.status: the record is absent, or present but unreadable.
@@ -126,7 +126,11 @@ def record_row(path: Path) -> dict:
     except (OSError, ValueError, ValidationError) as error:
         summary = str(error).splitlines()[0] if str(error) else type(error).__name__
         return {**row, "status": UNREADABLE, "error": f"{type(error).__name__}: {summary}"}
-    return {**row, **_row_from_record(record), **diagnostics(record, path.parent)}
+    try:
+        found = diagnostics(record, path.parent)
+    except Exception:  # the agent's files behind them: never the run's row
+        found = no_diagnostics()
+    return {**row, **_row_from_record(record), **found}
 
 
 def results_table(paths: Iterable[Path] = (), *, suite: Suite | None = None) -> pd.DataFrame:
