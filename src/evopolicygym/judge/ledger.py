@@ -218,14 +218,15 @@ class Ledger:
             self.closed = record
 
     @classmethod
-    def replay(cls, path: Path, key: bytes, budget: int = 0) -> Ledger:
+    def replay(cls, path: Path, key: bytes, budget: int = 0, *, repair: bool = True) -> Ledger:
         """The ledger of an existing journal, verified line by line (a torn last line is cut
-        off). Raises :class:`JournalCorrupt`."""
+        off; left in place with ``repair=False``, for a reader that must change nothing, as a
+        judge may be writing that line). Raises :class:`JournalCorrupt`."""
         ledger = cls(path, budget, key)
         data = path.read_bytes()
         lines = data.split(b"\n")
         complete = lines[:-1]  # the part after the last newline is empty or torn
-        if lines[-1]:
+        if lines[-1] and repair:
             with open(path, "r+b") as handle:
                 handle.truncate(len(data) - len(lines[-1]))
         for number, raw in enumerate(complete, 1):
