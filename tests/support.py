@@ -169,3 +169,17 @@ def available_levels(*wanted: str) -> list[str]:
             continue
         levels.append(level)
     return levels
+
+
+def nest(directory: Path, depth: int) -> None:
+    """``directory/d/d/.../d``, ``depth`` levels deep (``directory`` made first), through
+    descriptors: the path is too long to name. Remove it with ``sandbox.remove_path``: pytest's
+    recursive clean-up of old directories cannot."""
+    directory.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=descriptor)
+        below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=descriptor)
+        os.close(descriptor)
+        descriptor = below
+    os.close(descriptor)

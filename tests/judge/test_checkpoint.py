@@ -21,6 +21,7 @@ from evopolicygym.judge.checkpoint import (
 )
 from evopolicygym.protocol import Verdict
 from evopolicygym.sandbox import remove_path
+from support import nest
 
 POLICY = "class Policy:\n    pass\n"
 
@@ -31,18 +32,6 @@ def tmp_path(tmp_path):
     trees these tests plant would crash pytest's recursive clean-up of old directories."""
     yield tmp_path
     remove_path(tmp_path)
-
-
-def nest(directory, depth):
-    """``directory/d/d/.../d`` ``depth`` levels deep (made through descriptors: the path is
-    too long to name)."""
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    for _ in range(depth):
-        os.mkdir("d", dir_fd=descriptor)
-        below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=descriptor)
-        os.close(descriptor)
-        descriptor = below
-    os.close(descriptor)
 
 
 def test_scan_names_what_is_wrong(tmp_path):

@@ -2,7 +2,6 @@
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 
@@ -18,6 +17,7 @@ from evopolicygym.protocol import (
     SubmitRollback,
 )
 from evopolicygym.sandbox import remove_path
+from support import nest
 
 
 @pytest.fixture
@@ -140,18 +140,6 @@ def test_a_committed_submit_whose_feedback_was_not_yet_published_is_published(tm
     assert not (drafts / "submit_000").exists() and list(elsewhere.iterdir()) == []
 
 
-def _nest(directory, depth):
-    """``directory/d/d/.../d`` ``depth`` levels deep (made through descriptors: the path is
-    too long to name)."""
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    for _ in range(depth):
-        os.mkdir("d", dir_fd=descriptor)
-        below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=descriptor)
-        os.close(descriptor)
-        descriptor = below
-    os.close(descriptor)
-
-
 def _victim(tmp_path):
     """Another run's checkpoints, which the agent points its feedback directory at."""
     victim = tmp_path / "victim" / "checkpoints"
@@ -233,7 +221,7 @@ def test_publishing_while_the_agent_swaps_feedback_for_a_link_never_touches_the_
 def test_a_deep_tree_planted_at_a_feedback_name_is_removed_when_publishing(tmp_path):
     _, _, feedback, drafts = _run_dirs(tmp_path)
     (feedback / "submit_000").mkdir()
-    _nest(feedback / "submit_000", 2000)
+    nest(feedback / "submit_000", 2000)
     published = publish_draft(_draft(drafts, 0), feedback)
     assert sorted(p.name for p in published.iterdir()) == ["episodes", "summary.json"]
 
@@ -246,7 +234,7 @@ def test_a_resume_publishes_over_a_deep_tree_the_agent_planted(tmp_path):
     ledger.append(_commit(0, 2))
     _draft(drafts, 0)
     (feedback / "submit_000").mkdir()
-    _nest(feedback / "submit_000", 2000)
+    nest(feedback / "submit_000", 2000)
     again = Ledger.open(journal, 5, checkpoints=checkpoints, feedback=feedback)
     assert (again.remaining, again.next_index) == (3, 1)
     assert json.loads((feedback / "submit_000" / "summary.json").read_text())["submit_index"] == 0
